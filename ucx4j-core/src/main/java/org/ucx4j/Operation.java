@@ -1,0 +1,55 @@
+package org.ucx4j;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * One in-flight UCX operation. Lives in the worker's operation table from submission until UCX's
+ * callback (or an immediate completion) and is only touched while holding the worker's progress lock.
+ */
+final class Operation {
+    static final int SEND = 0;
+    static final int TAG_RECV = 1;
+    static final int STREAM_RECV = 2;
+
+    private final WorkerRuntime runtime;
+    final int kind;
+    final String call;
+    final UcxFuture<Object> future;
+    final UcxEndpoint endpoint;
+    final long length;
+    int id = -1;
+    MemorySegment request = MemorySegment.NULL;
+    /** Set when the operation fails for an outside reason (endpoint failure, close) before UCX says so. */
+    UcxException overrideFailure;
+    boolean cancelRequested;
+    /** A native copy of a heap buffer, freed at completion. */
+    MemorySegment staging;
+    /** Where to copy received bytes back to (heap receives), or null. */
+    MemorySegment copyBackTo;
+    Operation epPrev;
+    Operation epNext;
+
+    @SuppressWarnings("unchecked")
+    Operation(WorkerRuntime runtime, int kind, String call, UcxEndpoint endpoint, long length, UcxFuture<?> future) {
+        this.runtime = runtime;
+        this.kind = kind;
+        this.call = call;
+        this.endpoint = endpoint;
+        this.length = length;
+        this.future = (UcxFuture<Object>) future;
+        future.bind(this);
+    }
+
+    WorkerRuntime runtime() {
+        return runtime;
+    }
+
+    String describe() {
+        StringBuilder sb = new StringBuilder();
+        sb.append(length).append(" bytes");
+        if (endpoint != null) {
+            sb.append(", endpoint ").append(endpoint.describePeer());
+        }
+        return sb.toString();
+    }
+}

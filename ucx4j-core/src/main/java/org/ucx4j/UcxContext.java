@@ -1,0 +1,391 @@
+package org.ucx4j;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.ucx4j.internal.Libc;
+import org.ucx4j.internal.Structs;
+import org.ucx4j.internal.Ucp;
+import org.ucx4j.internal.UcxLibrary;
+
+/**
+ * A UCP context ({@code ucp_context_h}): the features asked for and the UCX configuration, shared by the
+ * workers created from it.
+ *
+ * <p>Ownership: the context owns its workers; {@link #close()} closes them (in reverse creation order)
+ * and then the context. Closing twice is harmless; using a closed context is an
+ * {@link IllegalStateException}.
+ *
+ * <p>Threading: safe from any thread. Creating workers is serialized inside.
+ *
+ * <p>Why options here: UCX reads most settings ({@code TLS}, {@code NET_DEVICES}, thresholds) per
+ * context through {@code ucp_config_modify}, so two contexts in one JVM can differ. Process-wide options
+ * (those libucs reads when it loads) are environment variables, set before loading.
+ */
+public final class UcxContext implements AutoCloseable {
+    private static final long PARAM_FIELD_FEATURES = 1L;
+    private static final long PARAM_FIELD_NAME = 1L << 8;
+    private static final int CONFIG_PRINT_CONFIG = 1;
+    private static final int API_MAJOR = 1;
+    private static final int API_MINOR = 13;
+
+    private final MemorySegment handle;
+    private final MemorySegment config;
+    private final Set<Feature> features;
+    private final Map<String, String> options;
+    private final String name;
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final List<UcxWorker> workers = new ArrayList<>();
+
+    private UcxContext(MemorySegment handle, MemorySegment config, Builder b) {
+        this.handle = handle;
+        this.config = config;
+        this.features = Collections.unmodifiableSet(EnumSet.copyOf(b.features));
+        this.options = Collections.unmodifiableMap(new LinkedHashMap<>(b.options));
+        this.name = b.name;
+    }
+
+    /**
+     * A context with the default features (tag, stream, active messages, RMA, wake-up) and UCX's own
+     * configuration (its {@code UCX_*} environment variables apply).
+     *
+     * @return a new context, owned by the caller
+     * @throws UnsatisfiedLinkError when UCX is unavailable
+     * @throws UcxException when UCX fails to initialise
+     */
+    public static UcxContext create() {
+        return builder().build();
+    }
+
+    /**
+     * Starts building a context.
+     *
+     * @return a builder, not thread-safe, used once
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Creates a worker with default options ({@link ProgressMode#THREAD_BLOCKING}).
+     *
+     * @return a new worker, owned by this context (closed with it) and by the caller
+     */
+    public UcxWorker newWorker() {
+        return newWorker(WorkerOptions.defaults());
+    }
+
+    /**
+     * Creates a worker.
+     *
+     * @param options progress mode, timeouts, name
+     * @return a new worker, owned by this context (closed with it) and by the caller
+     * @throws UcxException when UCX cannot create it
+     */
+    public UcxWorker newWorker(WorkerOptions options) {
+        Objects.requireNonNull(options, "options");
+        synchronized (workers) {
+            ensureOpen();
+            UcxWorker worker = new UcxWorker(this, options);
+            workers.add(worker);
+            return worker;
+        }
+    }
+
+    void workerClosed(UcxWorker worker) {
+        synchronized (workers) {
+            workers.remove(worker);
+        }
+    }
+
+    MemorySegment handle() {
+        ensureOpen();
+        return handle;
+    }
+
+    /**
+     * The features this context was created with.
+     *
+     * @return an unmodifiable set
+     */
+    public Set<Feature> features() {
+        return features;
+    }
+
+    /**
+     * The UCX options applied through {@code ucp_config_modify} (names without the {@code UCX_} prefix).
+     *
+     * @return an unmodifiable, ordered map
+     */
+    public Map<String, String> options() {
+        return options;
+    }
+
+    /**
+     * The context's name (shown in UCX logs).
+     *
+     * @return the name
+     */
+    public String name() {
+        return name;
+    }
+
+    /**
+     * UCX's description of this context: the transports and devices it uses ({@code ucp_context_print_info}).
+     *
+     * @return multi-line text
+     */
+    public String describe() {
+        MemorySegment h = handle();
+        return Libc.capture(file -> invoke(() -> { Ucp.context_print_info.invokeExact(h, file); }));
+    }
+
+    /**
+     * The effective UCX configuration of this context ({@code ucp_config_print}), one {@code UCX_NAME=value}
+     * per line.
+     *
+     * @return multi-line text
+     */
+    public String describeConfig() {
+        ensureOpen();
+        return Libc.capture(file -> invoke(
+                () -> { Ucp.config_print.invokeExact(config, file, MemorySegment.NULL, CONFIG_PRINT_CONFIG); }));
+    }
+
+    /**
+     * The transports UCX selected for this context, parsed from {@link #describe()}.
+     *
+     * @return transport names such as {@code tcp}, {@code posix}, {@code cma}, in order, without duplicates
+     */
+    public List<String> transports() {
+        List<String> out = new ArrayList<>();
+        for (String resource : resources()) {
+            String tl = resource.substring(0, resource.indexOf('/'));
+            if (!out.contains(tl)) {
+                out.add(tl);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * The transport resources UCX uses for this context, as {@code transport/device}, parsed from
+     * {@link #describe()} (lines such as {@code #  resource 1 : md 1 dev 1 flags -- tcp/lo}).
+     *
+     * @return for example {@code [self/memory0, tcp/lo, posix/memory, cma/memory]}
+     */
+    public List<String> resources() {
+        List<String> out = new ArrayList<>();
+        for (String line : describe().split("\n")) {
+            String trimmed = line.trim();
+            int dashes = trimmed.lastIndexOf("-- ");
+            if (trimmed.startsWith("#") && trimmed.contains("resource") && dashes > 0) {
+                String resource = trimmed.substring(dashes + 3).trim().toLowerCase(Locale.ROOT);
+                if (resource.indexOf('/') > 0 && !out.contains(resource)) {
+                    out.add(resource);
+                }
+            }
+        }
+        return out;
+    }
+
+    private void ensureOpen() {
+        if (closed.get()) {
+            throw new IllegalStateException("UCX context '" + name + "' is closed");
+        }
+    }
+
+    /**
+     * Closes every worker (reverse creation order), then the context. Idempotent. Failures of individual
+     * workers are collected: the first is thrown with the others suppressed, after everything was closed.
+     */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        List<UcxWorker> toClose;
+        synchronized (workers) {
+            toClose = new ArrayList<>(workers);
+        }
+        Collections.reverse(toClose);
+        RuntimeException failure = null;
+        for (UcxWorker w : toClose) {
+            try {
+                w.close();
+            } catch (RuntimeException e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
+        }
+        invoke(() -> { Ucp.cleanup.invokeExact(handle); });
+        invoke(() -> { Ucp.config_release.invokeExact(config); });
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "UcxContext[" + name + ", features=" + features + (closed.get() ? ", closed" : "") + "]";
+    }
+
+    interface NativeCall {
+        void run() throws Throwable;
+    }
+
+    static void invoke(NativeCall call) {
+        try {
+            call.run();
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    static void check(int status, String call, String detail) {
+        if (status != 0) {
+            throw UcxException.of(call, status, detail);
+        }
+    }
+
+    /**
+     * Builds a {@link UcxContext}. Not thread-safe; validated in {@link #build()}.
+     */
+    public static final class Builder {
+        private final EnumSet<Feature> features =
+                EnumSet.of(Feature.TAG, Feature.STREAM, Feature.AM, Feature.RMA, Feature.WAKEUP);
+        private final Map<String, String> options = new LinkedHashMap<>();
+        private String name = "ucx4j";
+
+        private Builder() {}
+
+        /**
+         * Replaces the requested features. {@link Feature#WAKEUP} is always added: blocking waits need it.
+         *
+         * @param first a feature
+         * @param rest more features
+         * @return this builder
+         */
+        public Builder features(Feature first, Feature... rest) {
+            features.clear();
+            features.add(first);
+            Collections.addAll(features, rest);
+            features.add(Feature.WAKEUP);
+            return this;
+        }
+
+        /**
+         * Sets a UCX configuration option for this context, as {@code ucp_config_modify} takes it.
+         *
+         * @param key the option without or with the {@code UCX_} prefix, e.g. {@code TLS} or {@code UCX_TLS}
+         * @param value the value, e.g. {@code tcp,self}
+         * @return this builder
+         */
+        public Builder option(String key, String value) {
+            Objects.requireNonNull(key, "key");
+            Objects.requireNonNull(value, "value");
+            String k = key.trim();
+            if (k.regionMatches(true, 0, "UCX_", 0, 4)) {
+                k = k.substring(4);
+            }
+            if (k.isEmpty()) {
+                throw new IllegalArgumentException("empty UCX option name");
+            }
+            options.put(k.toUpperCase(Locale.ROOT), value);
+            return this;
+        }
+
+        /**
+         * Sets several UCX options (see {@link #option(String, String)}).
+         *
+         * @param values option name to value, applied in iteration order
+         * @return this builder
+         */
+        public Builder options(Map<String, String> values) {
+            values.forEach(this::option);
+            return this;
+        }
+
+        /**
+         * Names the context (UCX logs show it).
+         *
+         * @param contextName the name
+         * @return this builder
+         */
+        public Builder name(String contextName) {
+            this.name = Objects.requireNonNull(contextName, "name");
+            return this;
+        }
+
+        /**
+         * Creates the context. On failure nothing native is left behind.
+         *
+         * @return the context, owned by the caller
+         * @throws UnsatisfiedLinkError when UCX is unavailable
+         * @throws UcxException when an option is rejected (naming it) or UCX fails to initialise
+         */
+        public UcxContext build() {
+            UcxLibrary.require();
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment out = arena.allocate(ADDRESS);
+                int status = callInt(() -> (int) Ucp.config_read.invokeExact(MemorySegment.NULL, MemorySegment.NULL, out));
+                check(status, "ucp_config_read", null);
+                MemorySegment config = out.get(ADDRESS, 0);
+                try {
+                    for (Map.Entry<String, String> e : options.entrySet()) {
+                        MemorySegment k = arena.allocateFrom(e.getKey());
+                        MemorySegment v = arena.allocateFrom(e.getValue());
+                        int s = callInt(() -> (int) Ucp.config_modify.invokeExact(config, k, v));
+                        check(s, "ucp_config_modify", "UCX option UCX_" + e.getKey() + "='" + e.getValue() + "'");
+                    }
+                    MemorySegment params = arena.allocate(Structs.UCP_PARAMS);
+                    long features = 0;
+                    for (Feature f : this.features) {
+                        features |= f.bit();
+                    }
+                    params.set(JAVA_LONG, Structs.offset(Structs.UCP_PARAMS, "field_mask"),
+                            PARAM_FIELD_FEATURES | PARAM_FIELD_NAME);
+                    params.set(JAVA_LONG, Structs.offset(Structs.UCP_PARAMS, "features"), features);
+                    params.set(ADDRESS, Structs.offset(Structs.UCP_PARAMS, "name"), arena.allocateFrom(name));
+                    int s = callInt(() -> (int) Ucp.init_version.invokeExact(API_MAJOR, API_MINOR, params, config, out));
+                    check(s, "ucp_init", "features " + this.features + ", options " + options);
+                    return new UcxContext(out.get(ADDRESS, 0), config, this);
+                } catch (RuntimeException | Error e) {
+                    invoke(() -> { Ucp.config_release.invokeExact(config); });
+                    throw e;
+                }
+            }
+        }
+    }
+
+    interface IntCall {
+        int run() throws Throwable;
+    }
+
+    static int callInt(IntCall call) {
+        try {
+            return call.run();
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+}

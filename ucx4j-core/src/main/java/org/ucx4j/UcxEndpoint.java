@@ -1,0 +1,492 @@
+package org.ucx4j;
+
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.ucx4j.internal.Ucp;
+import org.ucx4j.internal.Upcalls;
+
+/**
+ * A connection to one peer ({@code ucp_ep_h}): tag and stream messages, flush, close.
+ *
+ * <p>Every operation has an asynchronous form ({@code ...Async}, returning a {@link UcxFuture}) and a
+ * blocking twin that waits for it (safe on virtual threads; refused inside ucx4j callbacks).
+ *
+ * <p>Memory: a native {@link MemorySegment} (or a direct {@link ByteBuffer}) is used in place, zero-copy;
+ * it must stay alive and unmodified until the future completes. Heap memory ({@code byte[]}, heap
+ * buffers, heap segments) is copied into native memory first, and for receives copied back on completion.
+ *
+ * <p>Errors: peer error handling is on. When the peer dies or the connection breaks, every pending
+ * operation on this endpoint fails with {@link UcxConnectionResetException} (or
+ * {@link UcxTimeoutException} for a keep-alive timeout), the {@link EndpointErrorHandler} runs, and the
+ * endpoint closes itself. Receives posted through this endpoint are tied to it for that purpose (UCX
+ * matches tag receives per worker: give each peer its own tags).
+ *
+ * <p>Ownership: owned by its worker (closed with it) and by the caller. {@link #close()} is idempotent;
+ * operations after close throw {@link IllegalStateException}.
+ *
+ * <p>Threading: safe from any thread.
+ */
+public final class UcxEndpoint implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(UcxEndpoint.class);
+    private static final int STREAM_RECV_FLAG_WAITALL = 1;
+    private static final int CLOSE_FLAG_FORCE = 1;
+
+    private enum State { OPEN, FAILED, CLOSING, CLOSED }
+
+    final WorkerRuntime rt;
+    final MemorySegment handle;
+    final int id;
+    private final InetSocketAddress peer;
+    private final EndpointErrorHandler errorHandler;
+    private volatile State state = State.OPEN;
+    private volatile UcxException failure;
+    private UcxFuture<Void> closeFuture;
+    private Operation opsHead;
+
+    UcxEndpoint(WorkerRuntime rt, MemorySegment handle, int id, InetSocketAddress peer, EndpointErrorHandler handler) {
+        this.rt = rt;
+        this.handle = handle;
+        this.id = id;
+        this.peer = peer;
+        this.errorHandler = handler;
+    }
+
+    // ------------------------------------------------------------------ tag
+
+    /**
+     * Sends a tagged message.
+     *
+     * @param buffer the payload (see the class comment about memory)
+     * @param tag the 64-bit tag
+     * @return completes when the buffer may be reused
+     */
+    public UcxFuture<Void> tagSendAsync(MemorySegment buffer, long tag) {
+        UcxFuture<Void> f = new UcxFuture<>();
+        Operation op = new Operation(rt, Operation.SEND, "ucp_tag_send_nbx", this, buffer.byteSize(), f);
+        ensureOpen();
+        MemorySegment src = Buffers.forSend(op, buffer);
+        long len = buffer.byteSize();
+        rt.execute(() -> {
+            if (!usable(op)) {
+                return;
+            }
+            MemorySegment p = rt.param(op, Upcalls.SEND, 0, 0);
+            MemorySegment r;
+            try {
+                r = (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, src, len, tag, p);
+            } catch (Throwable t) {
+                rt.failUnsubmitted(op, t);
+                return;
+            }
+            rt.started(op, r, null);
+        });
+        return f;
+    }
+
+    /** Blocking twin of {@link #tagSendAsync(MemorySegment, long)}. */
+    public void tagSend(MemorySegment buffer, long tag) {
+        rt.await(tagSendAsync(buffer, tag), "tagSend");
+    }
+
+    /** Sends a tagged message from a byte array (copied). */
+    public UcxFuture<Void> tagSendAsync(byte[] data, long tag) {
+        return tagSendAsync(MemorySegment.ofArray(data), tag);
+    }
+
+    /** Blocking twin of {@link #tagSendAsync(byte[], long)}. */
+    public void tagSend(byte[] data, long tag) {
+        tagSend(MemorySegment.ofArray(data), tag);
+    }
+
+    /** Sends the bytes between a buffer's position and limit (direct buffers zero-copy, heap copied). */
+    public UcxFuture<Void> tagSendAsync(ByteBuffer data, long tag) {
+        return tagSendAsync(MemorySegment.ofBuffer(data), tag);
+    }
+
+    /** Blocking twin of {@link #tagSendAsync(ByteBuffer, long)}. */
+    public void tagSend(ByteBuffer data, long tag) {
+        tagSend(MemorySegment.ofBuffer(data), tag);
+    }
+
+    /**
+     * Receives a tagged message whose tag matches {@code tag} on the bits set in {@code mask}, tied to this
+     * endpoint: it fails if this endpoint fails and is canceled if it closes. Matching itself is per worker.
+     *
+     * @param buffer where to receive; a longer message fails with {@code MESSAGE_TRUNCATED}
+     * @param tag the tag to match
+     * @param mask which bits of the tag must match ({@code -1L} for all)
+     * @return the sender's tag and the message length
+     */
+    public UcxFuture<TagInfo> tagRecvAsync(MemorySegment buffer, long tag, long mask) {
+        ensureOpen();
+        return rt.worker.tagRecv(this, buffer, tag, mask);
+    }
+
+    /** Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long)}. */
+    public TagInfo tagRecv(MemorySegment buffer, long tag, long mask) {
+        return rt.await(tagRecvAsync(buffer, tag, mask), "tagRecv");
+    }
+
+    /**
+     * Like {@link #tagRecv(MemorySegment, long, long)} with a time limit; on timeout the receive is
+     * canceled and {@link UcxTimeoutException} thrown.
+     */
+    public TagInfo tagRecv(MemorySegment buffer, long tag, long mask, Duration timeout) {
+        return rt.worker.awaitOrCancel(tagRecvAsync(buffer, tag, mask), "tagRecv", timeout);
+    }
+
+    /** Receives into a byte array (copied back on completion). */
+    public UcxFuture<TagInfo> tagRecvAsync(byte[] data, long tag, long mask) {
+        return tagRecvAsync(MemorySegment.ofArray(data), tag, mask);
+    }
+
+    /** Blocking twin of {@link #tagRecvAsync(byte[], long, long)}. */
+    public TagInfo tagRecv(byte[] data, long tag, long mask) {
+        return tagRecv(MemorySegment.ofArray(data), tag, mask);
+    }
+
+    // ------------------------------------------------------------------ stream
+
+    /**
+     * Sends bytes on the endpoint's ordered byte stream.
+     *
+     * @param buffer the bytes
+     * @return completes when the buffer may be reused
+     */
+    public UcxFuture<Void> streamSendAsync(MemorySegment buffer) {
+        UcxFuture<Void> f = new UcxFuture<>();
+        Operation op = new Operation(rt, Operation.SEND, "ucp_stream_send_nbx", this, buffer.byteSize(), f);
+        ensureOpen();
+        MemorySegment src = Buffers.forSend(op, buffer);
+        long len = buffer.byteSize();
+        rt.execute(() -> {
+            if (!usable(op)) {
+                return;
+            }
+            MemorySegment p = rt.param(op, Upcalls.SEND, 0, 0);
+            MemorySegment r;
+            try {
+                r = (MemorySegment) Ucp.stream_send_nbx.invokeExact(handle, src, len, p);
+            } catch (Throwable t) {
+                rt.failUnsubmitted(op, t);
+                return;
+            }
+            rt.started(op, r, null);
+        });
+        return f;
+    }
+
+    /** Blocking twin of {@link #streamSendAsync(MemorySegment)}. */
+    public void streamSend(MemorySegment buffer) {
+        rt.await(streamSendAsync(buffer), "streamSend");
+    }
+
+    /** Sends a byte array on the stream (copied). */
+    public UcxFuture<Void> streamSendAsync(byte[] data) {
+        return streamSendAsync(MemorySegment.ofArray(data));
+    }
+
+    /** Blocking twin of {@link #streamSendAsync(byte[])}. */
+    public void streamSend(byte[] data) {
+        streamSend(MemorySegment.ofArray(data));
+    }
+
+    /**
+     * Receives exactly {@code buffer.byteSize()} bytes from the stream.
+     *
+     * @param buffer where to receive
+     * @return the number of bytes received (the buffer's size)
+     */
+    public UcxFuture<Long> streamRecvAsync(MemorySegment buffer) {
+        UcxFuture<Long> f = new UcxFuture<>();
+        Operation op = new Operation(rt, Operation.STREAM_RECV, "ucp_stream_recv_nbx", this, buffer.byteSize(), f);
+        ensureOpen();
+        MemorySegment dst = Buffers.forReceive(op, buffer);
+        long len = buffer.byteSize();
+        rt.execute(() -> {
+            if (!usable(op)) {
+                return;
+            }
+            MemorySegment p = rt.param(op, Upcalls.STREAM_RECV, WorkerRuntime.OP_ATTR_FIELD_FLAGS,
+                    STREAM_RECV_FLAG_WAITALL);
+            MemorySegment r;
+            try {
+                r = (MemorySegment) Ucp.stream_recv_nbx.invokeExact(handle, dst, len, rt.lengthOut, p);
+            } catch (Throwable t) {
+                rt.failUnsubmitted(op, t);
+                return;
+            }
+            rt.started(op, r, r.address() == 0 ? (Object) rt.lengthOut.get(java.lang.foreign.ValueLayout.JAVA_LONG, 0) : null);
+        });
+        return f;
+    }
+
+    /** Blocking twin of {@link #streamRecvAsync(MemorySegment)}. */
+    public long streamRecv(MemorySegment buffer) {
+        return rt.await(streamRecvAsync(buffer), "streamRecv");
+    }
+
+    /** Receives exactly {@code data.length} bytes into a byte array (copied back). */
+    public UcxFuture<Long> streamRecvAsync(byte[] data) {
+        return streamRecvAsync(MemorySegment.ofArray(data));
+    }
+
+    /** Blocking twin of {@link #streamRecvAsync(byte[])}. */
+    public long streamRecv(byte[] data) {
+        return streamRecv(MemorySegment.ofArray(data));
+    }
+
+    // ------------------------------------------------------------------ flush and close
+
+    /**
+     * Completes when everything sent so far on this endpoint has completed (locally and, for RMA, remotely).
+     *
+     * @return the flush's future
+     */
+    public UcxFuture<Void> flushAsync() {
+        ensureOpen();
+        UcxFuture<Void> f = new UcxFuture<>();
+        Operation op = new Operation(rt, Operation.SEND, "ucp_ep_flush_nbx", this, 0, f);
+        rt.execute(() -> startFlush(op));
+        return f;
+    }
+
+    void startFlush(Operation op) {
+        if (!usable(op)) {
+            return;
+        }
+        MemorySegment p = rt.param(op, Upcalls.SEND, 0, 0);
+        MemorySegment r;
+        try {
+            r = (MemorySegment) Ucp.ep_flush_nbx.invokeExact(handle, p);
+        } catch (Throwable t) {
+            rt.failUnsubmitted(op, t);
+            return;
+        }
+        rt.started(op, r, null);
+    }
+
+    /** Blocking twin of {@link #flushAsync()}. */
+    public void flush() {
+        rt.await(flushAsync(), "flush");
+    }
+
+    /**
+     * Closes the endpoint. Receives posted through it complete with {@link UcxCanceledException}. In
+     * {@link CloseMode#FLUSH} mode sends already posted are delivered first; in {@link CloseMode#FORCE}
+     * mode they complete as canceled. A failed endpoint always closes by force. Calling it again returns
+     * the same future.
+     *
+     * @param mode graceful or forced
+     * @return completes when UCX has released the endpoint (or exceptionally after the worker's close
+     *     timeout)
+     */
+    public UcxFuture<Void> closeAsync(CloseMode mode) {
+        Objects.requireNonNull(mode, "mode");
+        UcxFuture<Void> f = new UcxFuture<>();
+        rt.execute(() -> startClose(mode, f));
+        return f;
+    }
+
+    /** Starts a close, or ties {@code f} to the close already under way; lock held. */
+    void startClose(CloseMode requested, UcxFuture<Void> f) {
+        if (closeFuture != null) {
+            closeFuture.whenComplete((v, e) -> {
+                if (e != null) {
+                    f.completeExceptionally(e);
+                } else {
+                    f.complete(null);
+                }
+            });
+            return;
+        }
+        closeFuture = f;
+        CloseMode mode = state == State.FAILED ? CloseMode.FORCE : requested;
+        state = State.CLOSING;
+        UcxCanceledException closed = new UcxCanceledException("endpoint close", "endpoint to " + describePeer() + " closed");
+        for (Operation op : operations()) {
+            if (mode == CloseMode.FORCE || op.kind != Operation.SEND) {
+                rt.abort(op, closed);
+            }
+        }
+        Operation op = new Operation(rt, Operation.SEND, "ucp_ep_close_nbx", null, 0, f);
+        MemorySegment p = rt.param(op, Upcalls.SEND, WorkerRuntime.OP_ATTR_FIELD_FLAGS,
+                mode == CloseMode.FORCE ? CLOSE_FLAG_FORCE : 0);
+        MemorySegment r;
+        try {
+            r = (MemorySegment) Ucp.ep_close_nbx.invokeExact(handle, p);
+        } catch (Throwable t) {
+            rt.failUnsubmitted(op, t);
+            r = null;
+        }
+        if (r != null) {
+            rt.started(op, r, null);
+        }
+        WorkerRuntime.Timer guard = f.isDone() ? null : rt.schedule(rt.worker.options().closeTimeout().toNanos(), () -> {
+            if (!f.isDone()) {
+                f.completeExceptionally(new UcxTimeoutException("ucp_ep_close_nbx", WorkerRuntime.UCS_ERR_TIMED_OUT,
+                        "endpoint to " + describePeer() + " did not close within " + rt.worker.options().closeTimeout()));
+            }
+        });
+        f.whenComplete((v, e) -> {
+            if (guard != null) {
+                guard.cancel();
+            }
+            state = State.CLOSED;
+            rt.worker.endpointClosed(this);
+        });
+    }
+
+    /**
+     * Closes gracefully ({@link CloseMode#FLUSH}) and waits up to the worker's close timeout. Never throws
+     * for a peer that is already gone; idempotent.
+     */
+    @Override
+    public void close() {
+        UcxFuture<Void> f = closeAsync(CloseMode.FLUSH);
+        if (rt.inCallbackContext()) {
+            return; // Cannot wait here; the close proceeds on its own.
+        }
+        try {
+            rt.await(f, "close");
+        } catch (UcxException e) {
+            LOG.debug("endpoint to {} closed with {}", describePeer(), e.toString());
+        }
+    }
+
+    // ------------------------------------------------------------------ state
+
+    /**
+     * The peer's socket address (for endpoints made by {@link UcxWorker#connect} or accepted by a listener).
+     *
+     * @return the address, or empty when the endpoint was made without one
+     */
+    public Optional<InetSocketAddress> peer() {
+        return Optional.ofNullable(peer);
+    }
+
+    /**
+     * Whether the endpoint is open and has not failed.
+     *
+     * @return true while usable
+     */
+    public boolean isOpen() {
+        return state == State.OPEN;
+    }
+
+    /**
+     * Why the endpoint failed.
+     *
+     * @return the failure, or empty when it has not failed
+     */
+    public Optional<UcxException> failure() {
+        return Optional.ofNullable(failure);
+    }
+
+    /**
+     * The worker this endpoint belongs to.
+     *
+     * @return the worker
+     */
+    public UcxWorker worker() {
+        return rt.worker;
+    }
+
+    String describePeer() {
+        return peer == null ? "(worker address)" : peer.getAddress().getHostAddress() + ":" + peer.getPort();
+    }
+
+    private void ensureOpen() {
+        State s = state;
+        if (s == State.CLOSING || s == State.CLOSED) {
+            throw new IllegalStateException("endpoint to " + describePeer() + " is closed");
+        }
+        rt.worker.ensureOpen();
+    }
+
+    /** Checks, with the lock held, that an operation may start; fails it otherwise. */
+    boolean usable(Operation op) {
+        State s = state;
+        if (s == State.OPEN) {
+            return true;
+        }
+        Throwable why = s == State.FAILED && failure != null ? failure
+                : new IllegalStateException("endpoint to " + describePeer() + " is closed");
+        rt.failUnsubmitted(op, why);
+        return false;
+    }
+
+    /** Called with the lock held when UCX reports this endpoint failed. */
+    void failed(int status) {
+        if (state == State.CLOSED) {
+            return;
+        }
+        UcxException error = UcxException.of("endpoint", status, "peer " + describePeer());
+        if (failure == null) {
+            failure = error;
+        }
+        boolean closing = state == State.CLOSING;
+        if (!closing) {
+            state = State.FAILED;
+        }
+        for (Operation op : operations()) {
+            rt.abort(op, error);
+        }
+        if (errorHandler != null && !closing) {
+            try {
+                errorHandler.onError(this, error);
+            } catch (Throwable t) {
+                LOG.error("endpoint error handler failed for {}", describePeer(), t);
+            }
+        } else {
+            LOG.debug("endpoint to {} failed: {}", describePeer(), error.getMessage());
+        }
+        if (!closing) {
+            // Not from inside UCX's error callback: the next round closes it.
+            rt.later(() -> startClose(CloseMode.FORCE, new UcxFuture<>()));
+        }
+    }
+
+    // Intrusive list of this endpoint's in-flight operations (lock held).
+    void link(Operation op) {
+        op.epNext = opsHead;
+        if (opsHead != null) {
+            opsHead.epPrev = op;
+        }
+        opsHead = op;
+    }
+
+    void unlink(Operation op) {
+        if (op.epPrev != null) {
+            op.epPrev.epNext = op.epNext;
+        } else if (opsHead == op) {
+            opsHead = op.epNext;
+        }
+        if (op.epNext != null) {
+            op.epNext.epPrev = op.epPrev;
+        }
+        op.epPrev = null;
+        op.epNext = null;
+    }
+
+    private List<Operation> operations() {
+        List<Operation> out = new ArrayList<>();
+        for (Operation op = opsHead; op != null; op = op.epNext) {
+            out.add(op);
+        }
+        return out;
+    }
+
+    @Override
+    public String toString() {
+        return "UcxEndpoint[" + describePeer() + ", " + state + "]";
+    }
+}

@@ -1,0 +1,595 @@
+package org.ucx4j;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import java.util.function.ToLongFunction;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.ucx4j.internal.Libc;
+import org.ucx4j.internal.Sockaddrs;
+import org.ucx4j.internal.Structs;
+import org.ucx4j.internal.Ucp;
+import org.ucx4j.internal.Upcalls;
+
+/**
+ * A UCP worker ({@code ucp_worker_h}): the progress engine that endpoints and listeners belong to, and
+ * the place where tag receives are matched.
+ *
+ * <p>Threading: safe from any thread, including virtual threads. UCX is only ever called by one thread at
+ * a time: see {@link ProgressMode} for who drives progress. Futures complete on the progress thread;
+ * blocking methods called from there (inside a callback or a dependent stage) are refused with
+ * {@link IllegalStateException}, because they could never complete.
+ *
+ * <p>Ownership: owned by its {@link UcxContext} and the caller; owns its listeners and endpoints.
+ * {@link #close()} closes listeners, then endpoints (gracefully, within the close timeout), cancels what
+ * is still pending, stops the progress thread and destroys the worker. Idempotent.
+ */
+public final class UcxWorker implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(UcxWorker.class);
+    private static final AtomicInteger SEQ = new AtomicInteger();
+
+    static final long EP_PARAM_FIELD_ERR_HANDLING_MODE = 1L << 1;
+    static final long EP_PARAM_FIELD_ERR_HANDLER = 1L << 2;
+    static final long EP_PARAM_FIELD_SOCK_ADDR = 1L << 4;
+    static final long EP_PARAM_FIELD_FLAGS = 1L << 5;
+    static final long EP_PARAM_FIELD_CONN_REQUEST = 1L << 6;
+    private static final int EP_PARAMS_FLAGS_CLIENT_SERVER = 1;
+    private static final int ERR_HANDLING_MODE_PEER = 1;
+    private static final long LISTENER_PARAM_FIELD_SOCK_ADDR = 1;
+    private static final long LISTENER_PARAM_FIELD_CONN_HANDLER = 1L << 2;
+    private static final long LISTENER_ATTR_FIELD_SOCKADDR = 1;
+
+    private final UcxContext context;
+    private final WorkerOptions options;
+    private final String name;
+    private final WorkerRuntime rt;
+    private final Slots<UcxEndpoint> endpoints = new Slots<>();
+    private final Slots<UcxListener> listeners = new Slots<>();
+    private final AtomicInteger state = new AtomicInteger(); // 0 open, 1 closing, 2 closed
+
+    UcxWorker(UcxContext context, WorkerOptions options) {
+        this.context = context;
+        this.options = options;
+        this.name = options.name() + "-" + SEQ.incrementAndGet();
+        this.rt = new WorkerRuntime(this, context.handle(),
+                new WorkerOptions(options.progressMode(), options.connectTimeout(), options.closeTimeout(),
+                        options.spin(), name));
+    }
+
+    WorkerRuntime runtime() {
+        return rt;
+    }
+
+    /**
+     * The options this worker was created with.
+     *
+     * @return the options
+     */
+    public WorkerOptions options() {
+        return options;
+    }
+
+    /**
+     * The worker's name (its progress thread is named after it).
+     *
+     * @return the name
+     */
+    public String name() {
+        return name;
+    }
+
+    /**
+     * How this worker makes progress.
+     *
+     * @return the mode
+     */
+    public ProgressMode progressMode() {
+        return options.progressMode();
+    }
+
+    /**
+     * The context this worker belongs to.
+     *
+     * @return the context
+     */
+    public UcxContext context() {
+        return context;
+    }
+
+    // ------------------------------------------------------------------ progress
+
+    /**
+     * Runs one round of progress on the calling thread: queued submissions, due timers and
+     * {@code ucp_worker_progress} until it reports nothing more. Required in {@link ProgressMode#CALLER}
+     * mode; harmless (and unnecessary) in the others.
+     *
+     * @return how much happened (0 when idle)
+     * @throws IllegalStateException when the worker is closed
+     */
+    public int progress() {
+        ensureOpen();
+        return rt.progressOnce();
+    }
+
+    // ------------------------------------------------------------------ connections
+
+    /**
+     * Connects to a listener, waiting up to the connect timeout.
+     *
+     * @param host host name or address
+     * @param port port
+     * @return the connected endpoint, owned by this worker and the caller
+     * @throws UcxUnreachableException when nothing listens there or the peer refuses
+     * @throws UcxTimeoutException when the connection is not established within the connect timeout
+     */
+    public UcxEndpoint connect(String host, int port) {
+        return connect(new InetSocketAddress(host, port));
+    }
+
+    /**
+     * Connects to a listener, waiting up to the connect timeout.
+     *
+     * @param address the listener's address
+     * @return the connected endpoint
+     */
+    public UcxEndpoint connect(InetSocketAddress address) {
+        return rt.await(connectAsync(address, null), "connect");
+    }
+
+    /**
+     * Connects to a listener. The future completes once the connection is established (UCX has finished
+     * wiring up: a flush on the new endpoint completed), or fails with {@link UcxUnreachableException}
+     * or, after the connect timeout, {@link UcxTimeoutException}.
+     *
+     * @param address the listener's address
+     * @param errorHandler told if the endpoint fails later, or null
+     * @return the endpoint's future
+     */
+    public UcxFuture<UcxEndpoint> connectAsync(InetSocketAddress address, EndpointErrorHandler errorHandler) {
+        Objects.requireNonNull(address, "address");
+        ensureOpen();
+        if (address.isUnresolved()) {
+            throw new UcxUnreachableException("connect", -6, "cannot resolve host '" + address.getHostString() + "'");
+        }
+        UcxFuture<UcxEndpoint> result = new UcxFuture<>();
+        String target = address.getAddress().getHostAddress() + ":" + address.getPort();
+        rt.execute(() -> {
+            UcxEndpoint ep;
+            try {
+                ep = createEndpoint(params -> {
+                    int len = Sockaddrs.write(address, rt.sockaddr);
+                    params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "flags"), EP_PARAMS_FLAGS_CLIENT_SERVER);
+                    params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "sockaddr.addr"), rt.sockaddr);
+                    params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "sockaddr.addrlen"), len);
+                    return EP_PARAM_FIELD_FLAGS | EP_PARAM_FIELD_SOCK_ADDR;
+                }, address, errorHandler, "ucp_ep_create (connect " + target + ")");
+            } catch (Throwable t) {
+                result.completeExceptionally(t);
+                return;
+            }
+            // The flush completes when wire-up has finished, which proves the peer accepted.
+            UcxFuture<Void> flushed = new UcxFuture<>();
+            Operation flush = new Operation(rt, Operation.SEND, "connect", ep, 0, flushed);
+            ep.startFlush(flush);
+            long timeoutNanos = options.connectTimeout().toNanos();
+            WorkerRuntime.Timer timer = flushed.isDone() ? null : rt.schedule(timeoutNanos, () -> {
+                if (!result.isDone()) {
+                    result.completeExceptionally(new UcxTimeoutException("connect", WorkerRuntime.UCS_ERR_TIMED_OUT,
+                            "no connection to " + target + " within " + options.connectTimeout().toMillis() + " ms"));
+                    ep.startClose(CloseMode.FORCE, new UcxFuture<>());
+                }
+            });
+            flushed.whenComplete((v, e) -> {
+                if (timer != null) {
+                    timer.cancel();
+                }
+                if (e == null) {
+                    if (!result.complete(ep)) {
+                        return;
+                    }
+                } else if (!result.isDone()) {
+                    int raw = e instanceof UcxException ue ? ue.rawStatus() : -6;
+                    result.completeExceptionally(new UcxUnreachableException("connect", raw,
+                            "cannot connect to " + target + ": " + e.getMessage()));
+                    ep.startClose(CloseMode.FORCE, new UcxFuture<>());
+                }
+            });
+        });
+        return result;
+    }
+
+    /**
+     * Listens on all interfaces and accepts every connection.
+     *
+     * @param port the port, 0 for any free one
+     * @param onAccepted receives each new endpoint, on the progress thread
+     * @return the listener, owned by this worker and the caller
+     * @throws UcxException when the port is in use or cannot be bound
+     */
+    public UcxListener listen(int port, Consumer<UcxEndpoint> onAccepted) {
+        Objects.requireNonNull(onAccepted, "onAccepted");
+        return listen(new InetSocketAddress(port), request -> onAccepted.accept(request.accept()));
+    }
+
+    /**
+     * Listens on an address; the handler decides about each connection.
+     *
+     * @param bindAddress the address to bind (port 0 for any free port)
+     * @param handler accepts or rejects each request, on the progress thread
+     * @return the listener, owned by this worker and the caller
+     * @throws UcxException naming the address when it cannot be bound (e.g. the port is in use)
+     */
+    public UcxListener listen(InetSocketAddress bindAddress, ConnectionHandler handler) {
+        Objects.requireNonNull(bindAddress, "bindAddress");
+        Objects.requireNonNull(handler, "handler");
+        ensureOpen();
+        return call("listen", () -> createListener(bindAddress, handler));
+    }
+
+    private UcxListener createListener(InetSocketAddress bind, ConnectionHandler handler) {
+        int slot = listeners.reserve();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment sa = arena.allocate(Sockaddrs.MAX_SIZE, 8);
+            int len = Sockaddrs.write(bind, sa);
+            MemorySegment params = arena.allocate(Structs.UCP_LISTENER_PARAMS);
+            params.set(JAVA_LONG, 0, LISTENER_PARAM_FIELD_SOCK_ADDR | LISTENER_PARAM_FIELD_CONN_HANDLER);
+            params.set(ADDRESS, Structs.offset(Structs.UCP_LISTENER_PARAMS, "sockaddr.addr"), sa);
+            params.set(JAVA_INT, Structs.offset(Structs.UCP_LISTENER_PARAMS, "sockaddr.addrlen"), len);
+            params.set(ADDRESS, Structs.offset(Structs.UCP_LISTENER_PARAMS, "conn_handler.cb"), Upcalls.CONN_REQUEST);
+            params.set(ADDRESS, Structs.offset(Structs.UCP_LISTENER_PARAMS, "conn_handler.arg"),
+                    Upcalls.userData(rt.id, slot));
+            MemorySegment out = arena.allocate(ADDRESS);
+            int status = UcxContext.callInt(() -> (int) Ucp.listener_create.invokeExact(rt.handle, params, out));
+            String where = bind.getAddress().getHostAddress() + ":" + bind.getPort();
+            if (status != 0) {
+                String detail = status == WorkerRuntime.UCS_ERR_BUSY
+                        ? "cannot listen on " + where + ": address already in use"
+                        : "cannot listen on " + where;
+                throw UcxException.of("ucp_listener_create", status, detail);
+            }
+            MemorySegment handle = out.get(ADDRESS, 0);
+            MemorySegment attr = arena.allocate(Structs.UCP_LISTENER_ATTR);
+            attr.set(JAVA_LONG, 0, LISTENER_ATTR_FIELD_SOCKADDR);
+            InetSocketAddress bound = bind;
+            status = UcxContext.callInt(() -> (int) Ucp.listener_query.invokeExact(handle, attr));
+            if (status == 0) {
+                bound = Sockaddrs.read(attr.asSlice(Structs.offset(Structs.UCP_LISTENER_ATTR, "sockaddr")));
+            }
+            UcxListener listener = new UcxListener(this, handle, slot, bound, handler);
+            listeners.set(slot, listener);
+            return listener;
+        } catch (RuntimeException e) {
+            listeners.unreserve(slot);
+            throw e;
+        }
+    }
+
+    void closeListener(UcxListener listener) {
+        call("listener close", () -> {
+            listeners.remove(listener.id, listener);
+            listener.destroy();
+            return null;
+        });
+    }
+
+    /** Lock held: creates an endpoint with peer error handling; {@code fill} sets the specific params. */
+    UcxEndpoint createEndpoint(ToLongFunction<MemorySegment> fill, InetSocketAddress peer,
+                               EndpointErrorHandler errorHandler, String call) {
+        int slot = endpoints.reserve();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment params = arena.allocate(Structs.UCP_EP_PARAMS);
+            long mask = EP_PARAM_FIELD_ERR_HANDLING_MODE | EP_PARAM_FIELD_ERR_HANDLER | fill.applyAsLong(params);
+            params.set(JAVA_LONG, 0, mask);
+            params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "err_mode"), ERR_HANDLING_MODE_PEER);
+            params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.cb"), Upcalls.EP_ERROR);
+            params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.arg"), Upcalls.userData(rt.id, slot));
+            MemorySegment out = arena.allocate(ADDRESS);
+            int status = UcxContext.callInt(() -> (int) Ucp.ep_create.invokeExact(rt.handle, params, out));
+            if (status != 0) {
+                throw UcxException.of(call, status, peer == null ? null : "peer " + peer);
+            }
+            UcxEndpoint ep = new UcxEndpoint(rt, out.get(ADDRESS, 0), slot, peer, errorHandler);
+            endpoints.set(slot, ep);
+            return ep;
+        } catch (RuntimeException e) {
+            endpoints.unreserve(slot);
+            throw e;
+        }
+    }
+
+    void endpointClosed(UcxEndpoint ep) {
+        endpoints.remove(ep.id, ep);
+    }
+
+    void endpointFailed(int endpointId, int status) {
+        UcxEndpoint ep = endpoints.get(endpointId);
+        if (ep != null) {
+            ep.failed(status);
+        }
+    }
+
+    void connectionRequested(int listenerId, MemorySegment connRequest) {
+        UcxListener listener = listeners.get(listenerId);
+        if (listener == null) {
+            LOG.warn("connection request for a closed listener; ignored");
+            return;
+        }
+        listener.onRequest(connRequest);
+    }
+
+    // ------------------------------------------------------------------ tag receive
+
+    /**
+     * Receives a tagged message from any endpoint whose tag matches {@code tag} on the bits set in
+     * {@code mask}.
+     *
+     * @param buffer where to receive (a longer message fails with {@code MESSAGE_TRUNCATED})
+     * @param tag the tag to match
+     * @param mask which bits must match ({@code -1L} for all)
+     * @return the sender's tag and the length
+     */
+    public UcxFuture<TagInfo> tagRecvAsync(MemorySegment buffer, long tag, long mask) {
+        ensureOpen();
+        return tagRecv(null, buffer, tag, mask);
+    }
+
+    /** Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long)}. */
+    public TagInfo tagRecv(MemorySegment buffer, long tag, long mask) {
+        return rt.await(tagRecvAsync(buffer, tag, mask), "tagRecv");
+    }
+
+    /**
+     * Like {@link #tagRecv(MemorySegment, long, long)} with a time limit; on timeout the receive is canceled
+     * and {@link UcxTimeoutException} thrown.
+     */
+    public TagInfo tagRecv(MemorySegment buffer, long tag, long mask, Duration timeout) {
+        return awaitOrCancel(tagRecvAsync(buffer, tag, mask), "tagRecv", timeout);
+    }
+
+    /** Receives into a byte array (copied back on completion). */
+    public UcxFuture<TagInfo> tagRecvAsync(byte[] data, long tag, long mask) {
+        return tagRecvAsync(MemorySegment.ofArray(data), tag, mask);
+    }
+
+    /** Blocking twin of {@link #tagRecvAsync(byte[], long, long)}. */
+    public TagInfo tagRecv(byte[] data, long tag, long mask) {
+        return tagRecv(MemorySegment.ofArray(data), tag, mask);
+    }
+
+    /** Receives into a buffer's position..limit (direct zero-copy, heap copied back). */
+    public UcxFuture<TagInfo> tagRecvAsync(ByteBuffer data, long tag, long mask) {
+        return tagRecvAsync(MemorySegment.ofBuffer(data), tag, mask);
+    }
+
+    UcxFuture<TagInfo> tagRecv(UcxEndpoint ep, MemorySegment buffer, long tag, long mask) {
+        UcxFuture<TagInfo> f = new UcxFuture<>();
+        Operation op = new Operation(rt, Operation.TAG_RECV, "ucp_tag_recv_nbx", ep, buffer.byteSize(), f);
+        MemorySegment dst = Buffers.forReceive(op, buffer);
+        long len = buffer.byteSize();
+        rt.execute(() -> {
+            if (ep != null && !ep.usable(op)) {
+                return;
+            }
+            MemorySegment p = rt.param(op, Upcalls.TAG_RECV, WorkerRuntime.OP_ATTR_FIELD_RECV_INFO, 0);
+            p.set(ADDRESS, WorkerRuntime.P_RECV_INFO, rt.tagInfo);
+            MemorySegment r;
+            try {
+                r = (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, dst, len, tag, mask, p);
+            } catch (Throwable t) {
+                rt.failUnsubmitted(op, t);
+                return;
+            }
+            TagInfo now = r.address() == 0
+                    ? new TagInfo(rt.tagInfo.get(JAVA_LONG, 0), rt.tagInfo.get(JAVA_LONG, 8)) : null;
+            rt.started(op, r, now);
+        });
+        return f;
+    }
+
+    /**
+     * Checks, without receiving, whether a message matching {@code tag}/{@code mask} has arrived.
+     *
+     * @return its sender tag and length, or empty
+     */
+    public Optional<TagInfo> tagProbe(long tag, long mask) {
+        ensureOpen();
+        return call("tagProbe", () -> {
+            MemorySegment info = rt.tagInfo;
+            MemorySegment msg;
+            try {
+                msg = (MemorySegment) Ucp.tag_probe_nb.invokeExact(rt.handle, tag, mask, 0, info);
+            } catch (Throwable t) {
+                throw WorkerRuntime.rethrow(t);
+            }
+            if (msg.address() == 0) {
+                return Optional.<TagInfo>empty();
+            }
+            return Optional.of(new TagInfo(info.get(JAVA_LONG, 0), info.get(JAVA_LONG, 8)));
+        });
+    }
+
+    // ------------------------------------------------------------------ flush
+
+    /**
+     * Completes when every operation posted so far on this worker has completed.
+     *
+     * @return the flush's future
+     */
+    public UcxFuture<Void> flushAsync() {
+        ensureOpen();
+        UcxFuture<Void> f = new UcxFuture<>();
+        Operation op = new Operation(rt, Operation.SEND, "ucp_worker_flush_nbx", null, 0, f);
+        rt.execute(() -> {
+            MemorySegment p = rt.param(op, Upcalls.SEND, 0, 0);
+            MemorySegment r;
+            try {
+                r = (MemorySegment) Ucp.worker_flush_nbx.invokeExact(rt.handle, p);
+            } catch (Throwable t) {
+                rt.failUnsubmitted(op, t);
+                return;
+            }
+            rt.started(op, r, null);
+        });
+        return f;
+    }
+
+    /** Blocking twin of {@link #flushAsync()}. */
+    public void flush() {
+        rt.await(flushAsync(), "flush");
+    }
+
+    // ------------------------------------------------------------------ info
+
+    /**
+     * UCX's description of this worker ({@code ucp_worker_print_info}): its address and transports.
+     *
+     * @return multi-line text
+     */
+    public String describe() {
+        ensureOpen();
+        return call("describe", () -> Libc.capture(file ->
+                UcxContext.invoke(() -> { Ucp.worker_print_info.invokeExact(rt.handle, file); })));
+    }
+
+    /**
+     * The number of operations in flight (posted, not yet completed).
+     *
+     * @return a snapshot
+     */
+    public int pendingOperations() {
+        return call("pendingOperations", rt::pendingOperations);
+    }
+
+    /**
+     * The endpoints open on this worker.
+     *
+     * @return a snapshot
+     */
+    public List<UcxEndpoint> endpoints() {
+        return call("endpoints", () -> Collections.unmodifiableList(endpoints.all()));
+    }
+
+    // ------------------------------------------------------------------ plumbing
+
+    /** Runs {@code body} with the lock held and returns its result, waiting if it runs elsewhere. */
+    <T> T call(String what, Supplier<T> body) {
+        if (rt.inCallbackContext()) {
+            return body.get();
+        }
+        CompletableFuture<T> f = new CompletableFuture<>();
+        rt.execute(() -> {
+            try {
+                f.complete(body.get());
+            } catch (Throwable t) {
+                f.completeExceptionally(t);
+            }
+        });
+        return rt.await(f, what);
+    }
+
+    <T> T awaitOrCancel(UcxFuture<T> f, String what, Duration timeout) {
+        try {
+            return rt.await(f, what, timeout.toNanos());
+        } catch (UcxTimeoutException e) {
+            if (!f.isDone()) {
+                f.cancel(false);
+                try {
+                    rt.await(f, what, TimeUnit.SECONDS.toNanos(5));
+                } catch (UcxException ignored) {
+                    // Canceled, as asked; or it raced to completion, but the caller was told it timed out.
+                }
+            }
+            throw e;
+        }
+    }
+
+    void ensureOpen() {
+        if (state.get() != 0) {
+            throw new IllegalStateException("UCX worker '" + name + "' is closed");
+        }
+    }
+
+    /**
+     * Closes listeners, then endpoints (gracefully, within the close timeout), cancels pending
+     * receives, stops progress and destroys the worker. Idempotent; pending futures complete (as
+     * canceled when nothing else applies).
+     *
+     * @throws IllegalStateException when called from inside a ucx4j callback
+     */
+    @Override
+    public void close() {
+        if (rt.inCallbackContext()) {
+            throw new IllegalStateException("UcxWorker.close() from inside a ucx4j callback would deadlock");
+        }
+        if (!state.compareAndSet(0, 1)) {
+            return;
+        }
+        long timeout = options.closeTimeout().toNanos();
+        try {
+            CompletableFuture<List<UcxFuture<Void>>> started = new CompletableFuture<>();
+            rt.execute(() -> {
+                List<UcxFuture<Void>> closes = new ArrayList<>();
+                try {
+                    for (UcxListener l : listeners.all()) {
+                        listeners.remove(l.id, l);
+                        l.destroy();
+                    }
+                    for (UcxEndpoint ep : endpoints.all()) {
+                        UcxFuture<Void> f = new UcxFuture<>();
+                        ep.startClose(CloseMode.FLUSH, f);
+                        closes.add(f);
+                    }
+                    UcxCanceledException closed = new UcxCanceledException("worker close", "worker " + name + " closed");
+                    for (Operation op : rt.pending()) {
+                        if (op.kind != Operation.SEND) {
+                            rt.abort(op, closed);
+                        }
+                    }
+                } finally {
+                    started.complete(closes);
+                }
+            });
+            rt.drive(started, timeout);
+            List<UcxFuture<Void>> closes = started.getNow(List.of());
+            CompletableFuture<Void> all = CompletableFuture.allOf(closes.toArray(new CompletableFuture[0]));
+            rt.drive(all, timeout);
+            CompletableFuture<Void> drained = new CompletableFuture<>();
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
+            while (rt.pendingOperations() > 0 && System.nanoTime() < deadline) {
+                rt.drive(drained, TimeUnit.MILLISECONDS.toNanos(5));
+            }
+        } finally {
+            rt.stopThread();
+            rt.destroy();
+            state.set(2);
+            context.workerClosed(this);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "UcxWorker[" + name + ", " + options.progressMode().configName() + (state.get() != 0 ? ", closed" : "") + "]";
+    }
+
+    static InetAddress anyLocal() {
+        return new InetSocketAddress(0).getAddress();
+    }
+}

@@ -1,0 +1,132 @@
+package org.ucx4j;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * How a {@link UcxWorker} runs: its progress mode, timeouts and name. Immutable; build with
+ * {@link #builder()}.
+ *
+ * <p>Threading: immutable, safe to share.
+ *
+ * @param progressMode who drives progress, see {@link ProgressMode}
+ * @param connectTimeout how long {@link UcxWorker#connect} waits for the connection before failing
+ * @param closeTimeout how long a graceful close waits for in-flight data before giving up
+ * @param spin how long a {@link ProgressMode#THREAD_BLOCKING} thread keeps polling after activity before it
+ *     sleeps (short spins save a wake-up on ping-pong traffic and cost nothing when idle)
+ * @param name the progress thread's name
+ */
+public record WorkerOptions(ProgressMode progressMode, Duration connectTimeout, Duration closeTimeout,
+                            Duration spin, String name) {
+    /** Validates. */
+    public WorkerOptions {
+        Objects.requireNonNull(progressMode, "progressMode");
+        requirePositive(connectTimeout, "connectTimeout");
+        requirePositive(closeTimeout, "closeTimeout");
+        Objects.requireNonNull(spin, "spin");
+        if (spin.isNegative()) {
+            throw new IllegalArgumentException("spin must not be negative: " + spin);
+        }
+        Objects.requireNonNull(name, "name");
+    }
+
+    private static void requirePositive(Duration d, String what) {
+        Objects.requireNonNull(d, what);
+        if (d.isNegative() || d.isZero()) {
+            throw new IllegalArgumentException(what + " must be positive: " + d);
+        }
+    }
+
+    /**
+     * The defaults: thread-blocking progress, 5 s connect and close timeouts, 50 µs spin.
+     *
+     * @return default options
+     */
+    public static WorkerOptions defaults() {
+        return builder().build();
+    }
+
+    /**
+     * Starts from the defaults.
+     *
+     * @return a builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Builds {@link WorkerOptions}. Not thread-safe. */
+    public static final class Builder {
+        private ProgressMode progressMode = ProgressMode.THREAD_BLOCKING;
+        private Duration connectTimeout = Duration.ofSeconds(5);
+        private Duration closeTimeout = Duration.ofSeconds(5);
+        private Duration spin = Duration.ofNanos(50_000);
+        private String name = "ucx4j-worker";
+
+        private Builder() {}
+
+        /**
+         * Sets the progress mode.
+         *
+         * @param mode the mode
+         * @return this builder
+         */
+        public Builder progressMode(ProgressMode mode) {
+            this.progressMode = mode;
+            return this;
+        }
+
+        /**
+         * Sets the connect timeout.
+         *
+         * @param timeout positive
+         * @return this builder
+         */
+        public Builder connectTimeout(Duration timeout) {
+            this.connectTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * Sets the graceful close timeout.
+         *
+         * @param timeout positive
+         * @return this builder
+         */
+        public Builder closeTimeout(Duration timeout) {
+            this.closeTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * Sets how long a blocking-mode thread spins before sleeping.
+         *
+         * @param duration zero or more
+         * @return this builder
+         */
+        public Builder spin(Duration duration) {
+            this.spin = duration;
+            return this;
+        }
+
+        /**
+         * Sets the name (progress thread name, logs).
+         *
+         * @param workerName the name
+         * @return this builder
+         */
+        public Builder name(String workerName) {
+            this.name = workerName;
+            return this;
+        }
+
+        /**
+         * Validates and builds.
+         *
+         * @return the options
+         */
+        public WorkerOptions build() {
+            return new WorkerOptions(progressMode, connectTimeout, closeTimeout, spin, name);
+        }
+    }
+}

@@ -1,0 +1,668 @@
+package org.ucx4j;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.PriorityQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.ucx4j.internal.Libc;
+import org.ucx4j.internal.Structs;
+import org.ucx4j.internal.Ucp;
+import org.ucx4j.internal.UpcallTarget;
+import org.ucx4j.internal.Upcalls;
+
+/**
+ * The machinery behind a {@link UcxWorker}: the progress lock, the submission queue, the progress thread,
+ * the table of in-flight operations, timers, and the dispatch of UCX callbacks.
+ *
+ * <p>Why a lock and a queue: UCX is never called concurrently on one worker (it is created
+ * {@code UCS_THREAD_MODE_SERIALIZED}). Whoever holds {@link #lock} may call UCX. A thread that submits an
+ * operation takes the lock if it is free and calls UCX itself (no hand-off, no wake-up); otherwise it
+ * queues the task and, if the progress thread sleeps, signals it with {@code ucp_worker_signal}. Tasks
+ * queued earlier always run before a caller's inline task, so one thread's operations keep their order.
+ * UCX callbacks only run inside UCX calls, so they always run on the lock holder: that is how
+ * "inside a callback" is detected and blocking calls there are refused.
+ */
+final class WorkerRuntime implements UpcallTarget {
+    private static final Logger LOG = LoggerFactory.getLogger(WorkerRuntime.class);
+
+    static final int UCS_OK = 0;
+    static final int UCS_ERR_BUSY = -15;
+    static final int UCS_ERR_CANCELED = -16;
+    static final int UCS_ERR_TIMED_OUT = -20;
+    static final int UCS_ERR_MESSAGE_TRUNCATED = -9;
+
+    // ucp_request_param_t fields and flags.
+    static final int OP_ATTR_FIELD_CALLBACK = 1 << 1;
+    static final int OP_ATTR_FIELD_USER_DATA = 1 << 2;
+    static final int OP_ATTR_FIELD_FLAGS = 1 << 4;
+    static final int OP_ATTR_FIELD_RECV_INFO = 1 << 7;
+    static final long P_OP_ATTR = Structs.offset(Structs.UCP_REQUEST_PARAM, "op_attr_mask");
+    static final long P_FLAGS = Structs.offset(Structs.UCP_REQUEST_PARAM, "flags");
+    static final long P_CB = Structs.offset(Structs.UCP_REQUEST_PARAM, "cb");
+    static final long P_USER_DATA = Structs.offset(Structs.UCP_REQUEST_PARAM, "user_data");
+    static final long P_RECV_INFO = Structs.offset(Structs.UCP_REQUEST_PARAM, "recv_info");
+
+    private static final int MAX_PROGRESS_PER_ROUND = 64;
+    private static final int TIMER_POLL_CAP_MS = 1000;
+
+    final UcxWorker worker;
+    final int id;
+    final ProgressMode mode;
+    final MemorySegment handle;
+    final ReentrantLock lock = new ReentrantLock();
+    private final ConcurrentLinkedQueue<Runnable> queue = new ConcurrentLinkedQueue<>();
+    private final Arena arena = Arena.ofShared();
+    /** Scratch structs, used only by the lock holder. */
+    final MemorySegment param;
+    final MemorySegment tagInfo;
+    final MemorySegment lengthOut;
+    final MemorySegment pointerOut;
+    final MemorySegment sockaddr;
+    private final MemorySegment pollfd;
+    private final int eventFd;
+    private final long spinNanos;
+    private volatile boolean armed;
+    private volatile boolean running = true;
+    private final Thread thread;
+    private Operation[] ops = new Operation[64];
+    private int[] freeIds = new int[64];
+    private int freeCount;
+    private int opCount;
+    private final PriorityQueue<Timer> timers = new PriorityQueue<>();
+    private long timerSeq;
+
+    WorkerRuntime(UcxWorker worker, MemorySegment contextHandle, WorkerOptions options) {
+        this.worker = worker;
+        this.mode = options.progressMode();
+        this.spinNanos = options.spin().toNanos();
+        this.param = arena.allocate(Structs.UCP_REQUEST_PARAM);
+        this.tagInfo = arena.allocate(Structs.UCP_TAG_RECV_INFO);
+        this.lengthOut = arena.allocate(JAVA_LONG);
+        this.pointerOut = arena.allocate(ADDRESS);
+        this.sockaddr = arena.allocate(Structs.SOCKADDR_STORAGE_SIZE, 8);
+        this.pollfd = arena.allocate(8, 8);
+        for (int i = ops.length - 1; i >= 0; i--) {
+            freeIds[freeCount++] = i;
+        }
+        MemorySegment params = arena.allocate(Structs.UCP_WORKER_PARAMS);
+        // UCP_WORKER_PARAM_FIELD_THREAD_MODE: SERIALIZED, since whichever thread holds the lock calls UCX.
+        params.set(JAVA_LONG, Structs.offset(Structs.UCP_WORKER_PARAMS, "field_mask"), 1L);
+        params.set(JAVA_INT, Structs.offset(Structs.UCP_WORKER_PARAMS, "thread_mode"), 1);
+        int status = UcxContext.callInt(() -> (int) Ucp.worker_create.invokeExact(contextHandle, params, pointerOut));
+        if (status != UCS_OK) {
+            arena.close();
+            throw UcxException.of("ucp_worker_create", status, "worker '" + options.name() + "'");
+        }
+        this.handle = pointerOut.get(ADDRESS, 0);
+        MemorySegment fdOut = arena.allocate(JAVA_INT);
+        status = UcxContext.callInt(() -> (int) Ucp.worker_get_efd.invokeExact(handle, fdOut));
+        if (status != UCS_OK) {
+            UcxContext.invoke(() -> { Ucp.worker_destroy.invokeExact(handle); });
+            arena.close();
+            throw UcxException.of("ucp_worker_get_efd", status, "the context needs Feature.WAKEUP");
+        }
+        this.eventFd = fdOut.get(JAVA_INT, 0);
+        this.id = Upcalls.register(this);
+        if (mode == ProgressMode.CALLER) {
+            this.thread = null;
+        } else {
+            this.thread = Thread.ofPlatform().daemon(true).name(options.name() + "-progress").unstarted(this::loop);
+            this.thread.start();
+        }
+    }
+
+    // ---------------------------------------------------------------- submission
+
+    boolean inCallbackContext() {
+        return lock.isHeldByCurrentThread();
+    }
+
+    /** Runs {@code task} with the lock held: inline when possible, else on the progress thread. */
+    void execute(Runnable task) {
+        if (lock.isHeldByCurrentThread()) {
+            task.run();
+            return;
+        }
+        if (lock.tryLock()) {
+            try {
+                drainQueue();
+                task.run();
+            } finally {
+                lock.unlock();
+            }
+            wakeIfArmed();
+            return;
+        }
+        queue.offer(task);
+        wakeIfArmed();
+    }
+
+    /** Queues {@code task} for the next round, even when the caller holds the lock. */
+    void later(Runnable task) {
+        queue.offer(task);
+        wakeIfArmed();
+    }
+
+    private void wakeIfArmed() {
+        if (armed) {
+            armed = false;
+            signal();
+        }
+    }
+
+    void signal() {
+        UcxContext.callInt(() -> (int) Ucp.worker_signal.invokeExact(handle));
+    }
+
+    private int drainQueue() {
+        int n = 0;
+        Runnable task;
+        while ((task = queue.poll()) != null) {
+            n++;
+            try {
+                task.run();
+            } catch (Throwable t) {
+                LOG.error("ucx4j worker task failed", t);
+            }
+        }
+        return n;
+    }
+
+    // ---------------------------------------------------------------- progress
+
+    /** One round with the lock held: queued tasks, due timers, UCX progress. */
+    private int round() {
+        int n = drainQueue();
+        n += runTimers();
+        for (int i = 0; i < MAX_PROGRESS_PER_ROUND; i++) {
+            int c = UcxContext.callInt(() -> (int) Ucp.worker_progress.invokeExact(handle));
+            if (c == 0) {
+                break;
+            }
+            n += c;
+        }
+        return n;
+    }
+
+    /** Caller-driven progress. */
+    int progressOnce() {
+        lock.lock();
+        try {
+            return round();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void loop() {
+        long idleSince = 0;
+        while (running) {
+            int n;
+            lock.lock();
+            try {
+                n = round();
+            } catch (Throwable t) {
+                LOG.error("ucx4j progress failed", t);
+                n = 0;
+            } finally {
+                lock.unlock();
+            }
+            if (n > 0 || mode == ProgressMode.THREAD_POLLING) {
+                idleSince = 0;
+                if (n == 0) {
+                    Thread.onSpinWait();
+                }
+                continue;
+            }
+            long now = System.nanoTime();
+            if (idleSince == 0) {
+                idleSince = now;
+            }
+            if (now - idleSince < spinNanos) {
+                Thread.onSpinWait();
+                continue;
+            }
+            idleSince = 0;
+            sleepUntilEvent();
+        }
+    }
+
+    /** Arms the worker and sleeps on its event fd; returns early when anything arrives or is submitted. */
+    private void sleepUntilEvent() {
+        int timeoutMs;
+        lock.lock();
+        try {
+            if (!queue.isEmpty()) {
+                return;
+            }
+            int status = UcxContext.callInt(() -> (int) Ucp.worker_arm.invokeExact(handle));
+            if (status != UCS_OK) {
+                return; // BUSY: events are pending, progress again.
+            }
+            armed = true;
+            timeoutMs = nextTimerMillis();
+        } finally {
+            lock.unlock();
+        }
+        // Dekker with submitters: they offer then read armed; we wrote armed then read the queue.
+        if (!queue.isEmpty() || !running) {
+            armed = false;
+            return;
+        }
+        Libc.pollIn(pollfd, eventFd, timeoutMs);
+        armed = false;
+    }
+
+    /** Blocking wait used by caller-driven workers: progress until done, sleeping on the fd when idle. */
+    private void progressUntil(CompletableFuture<?> f, long deadlineNanos) {
+        int idle = 0;
+        while (!f.isDone() && System.nanoTime() < deadlineNanos) {
+            if (progressOnce() > 0) {
+                idle = 0;
+                continue;
+            }
+            if (++idle < 100) {
+                Thread.onSpinWait();
+                continue;
+            }
+            lock.lock();
+            boolean canSleep;
+            try {
+                canSleep = queue.isEmpty()
+                        && UcxContext.callInt(() -> (int) Ucp.worker_arm.invokeExact(handle)) == UCS_OK;
+            } finally {
+                lock.unlock();
+            }
+            if (canSleep && !f.isDone()) {
+                try (Arena a = Arena.ofConfined()) {
+                    Libc.pollIn(a.allocate(8, 8), eventFd, 1);
+                }
+            }
+            idle = 0;
+        }
+    }
+
+    /**
+     * Waits for an operation from an ordinary thread (platform or virtual).
+     *
+     * @throws IllegalStateException when called from inside a UCX callback, where waiting would deadlock
+     */
+    <T> T await(CompletableFuture<T> f, String what) {
+        return await(f, what, Long.MAX_VALUE);
+    }
+
+    <T> T await(CompletableFuture<T> f, String what, long timeoutNanos) {
+        if (lock.isHeldByCurrentThread()) {
+            throw new IllegalStateException("blocking call '" + what + "' from inside a ucx4j callback (progress "
+                    + "thread) would deadlock: use the async variant and chain on its future");
+        }
+        long deadline = timeoutNanos == Long.MAX_VALUE ? Long.MAX_VALUE : System.nanoTime() + timeoutNanos;
+        if (deadline < 0 && timeoutNanos != Long.MAX_VALUE) {
+            deadline = Long.MAX_VALUE;
+        }
+        if (mode == ProgressMode.CALLER) {
+            progressUntil(f, deadline);
+        }
+        try {
+            if (timeoutNanos == Long.MAX_VALUE) {
+                return f.get();
+            }
+            long left = deadline - System.nanoTime();
+            return f.get(Math.max(0, left), TimeUnit.NANOSECONDS);
+        } catch (ExecutionException | CompletionException e) {
+            throw rethrow(e.getCause());
+        } catch (TimeoutException e) {
+            throw new UcxTimeoutException(what, UCS_ERR_TIMED_OUT,
+                    "no completion within " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new UcxCanceledException(what, "interrupted while waiting");
+        }
+    }
+
+    static RuntimeException rethrow(Throwable cause) {
+        if (cause instanceof RuntimeException re) {
+            throw re;
+        }
+        if (cause instanceof Error e) {
+            throw e;
+        }
+        throw new UcxException("ucx4j", -3, String.valueOf(cause), cause);
+    }
+
+    // ---------------------------------------------------------------- operations
+
+    /** Registers an operation and returns its user-data word. Lock held. */
+    MemorySegment register(Operation op) {
+        if (freeCount == 0) {
+            int old = ops.length;
+            ops = Arrays.copyOf(ops, old * 2);
+            freeIds = Arrays.copyOf(freeIds, old * 2);
+            for (int i = ops.length - 1; i >= old; i--) {
+                freeIds[freeCount++] = i;
+            }
+        }
+        int slot = freeIds[--freeCount];
+        ops[slot] = op;
+        op.id = slot;
+        opCount++;
+        if (op.endpoint != null) {
+            op.endpoint.link(op);
+        }
+        return Upcalls.userData(id, slot);
+    }
+
+    /** Fills the scratch param for a callback-driven request. Lock held. */
+    MemorySegment param(Operation op, MemorySegment callback, int extraAttrs, int flags) {
+        MemorySegment userData = register(op);
+        MemorySegment p = param;
+        p.set(JAVA_INT, P_OP_ATTR, OP_ATTR_FIELD_CALLBACK | OP_ATTR_FIELD_USER_DATA | extraAttrs);
+        p.set(JAVA_INT, P_FLAGS, flags);
+        p.set(ADDRESS, P_CB, callback);
+        p.set(ADDRESS, P_USER_DATA, userData);
+        return p;
+    }
+
+    /**
+     * Handles what an {@code *_nbx} call returned: NULL (done now), an error code, or a request.
+     * Lock held.
+     */
+    void started(Operation op, MemorySegment statusPtr, Object immediateValue) {
+        long raw = statusPtr.address();
+        if (raw == 0) {
+            finish(op, UCS_OK, immediateValue);
+        } else if (Long.compareUnsigned(raw, -100L) >= 0) {
+            finish(op, (int) raw, null);
+        } else {
+            op.request = statusPtr;
+            if (op.cancelRequested || op.overrideFailure != null) {
+                cancelRequest(op);
+            }
+        }
+    }
+
+    /** Fails an operation that could not even be submitted. Lock held or not yet registered. */
+    void failUnsubmitted(Operation op, Throwable t) {
+        if (op.id >= 0) {
+            release(op);
+        }
+        freeStaging(op);
+        op.future.completeExceptionally(t);
+    }
+
+    void cancel(Operation op) {
+        execute(() -> {
+            if (op.future.isDone()) {
+                return;
+            }
+            op.cancelRequested = true;
+            if (!op.request.equals(MemorySegment.NULL)) {
+                cancelRequest(op);
+            }
+        });
+    }
+
+    /** Cancels or fails an operation for an outside reason (endpoint failure, close). Lock held. */
+    void abort(Operation op, UcxException reason) {
+        if (op.overrideFailure == null) {
+            op.overrideFailure = reason;
+        }
+        if (!op.request.equals(MemorySegment.NULL)) {
+            cancelRequest(op);
+        }
+    }
+
+    private void cancelRequest(Operation op) {
+        MemorySegment req = op.request;
+        UcxContext.invoke(() -> { Ucp.request_cancel.invokeExact(handle, req); });
+    }
+
+    /** Completes an operation: bookkeeping first, then the future. Lock held. */
+    void finish(Operation op, int status, Object value) {
+        if (!op.request.equals(MemorySegment.NULL)) {
+            MemorySegment req = op.request;
+            op.request = MemorySegment.NULL;
+            UcxContext.invoke(() -> { Ucp.request_free.invokeExact(req); });
+        }
+        release(op);
+        if (status == UCS_OK && op.copyBackTo != null && op.staging != null && value instanceof TagInfo info) {
+            long n = Math.min(info.length(), op.copyBackTo.byteSize());
+            MemorySegment.copy(op.staging, 0, op.copyBackTo, 0, n);
+        } else if (status == UCS_OK && op.copyBackTo != null && op.staging != null && value instanceof Long len) {
+            MemorySegment.copy(op.staging, 0, op.copyBackTo, 0, Math.min(len, op.copyBackTo.byteSize()));
+        }
+        freeStaging(op);
+        if (status == UCS_OK) {
+            op.future.complete(value);
+        } else if (op.overrideFailure != null) {
+            op.future.completeExceptionally(op.overrideFailure);
+        } else if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+            op.future.completeExceptionally(new UcxException(op.call, status,
+                    "the incoming message is larger than the " + op.length + "-byte receive buffer"));
+        } else if (status == UCS_ERR_CANCELED && op.cancelRequested) {
+            op.future.completeExceptionally(new UcxCanceledException(op.call, status, "canceled by the caller"));
+        } else {
+            op.future.completeExceptionally(UcxException.of(op.call, status, op.describe()));
+        }
+    }
+
+    private void release(Operation op) {
+        if (op.id >= 0 && ops[op.id] == op) {
+            ops[op.id] = null;
+            freeIds[freeCount++] = op.id;
+            opCount--;
+        }
+        if (op.endpoint != null) {
+            op.endpoint.unlink(op);
+        }
+    }
+
+    private static void freeStaging(Operation op) {
+        if (op.staging != null) {
+            Libc.free(op.staging);
+            op.staging = null;
+        }
+    }
+
+    int pendingOperations() {
+        return opCount;
+    }
+
+    /** Every in-flight operation, for close. Lock held. */
+    List<Operation> pending() {
+        List<Operation> out = new ArrayList<>();
+        for (Operation op : ops) {
+            if (op != null) {
+                out.add(op);
+            }
+        }
+        return out;
+    }
+
+    private Operation lookup(int opId) {
+        Operation[] table = ops;
+        Operation op = opId >= 0 && opId < table.length ? table[opId] : null;
+        if (op == null) {
+            LOG.warn("UCX completion for unknown operation {} on worker {}", opId, id);
+        }
+        return op;
+    }
+
+    // ---------------------------------------------------------------- upcalls
+
+    @Override
+    public void onSendComplete(int opId, MemorySegment request, int status) {
+        Operation op = lookup(opId);
+        if (op != null) {
+            op.request = request;
+            finish(op, status, null);
+        } else {
+            UcxContext.invoke(() -> { Ucp.request_free.invokeExact(request); });
+        }
+    }
+
+    @Override
+    public void onTagRecvComplete(int opId, MemorySegment request, int status, long senderTag, long length) {
+        Operation op = lookup(opId);
+        if (op != null) {
+            op.request = request;
+            finish(op, status, status == UCS_OK ? new TagInfo(senderTag, length) : null);
+        } else {
+            UcxContext.invoke(() -> { Ucp.request_free.invokeExact(request); });
+        }
+    }
+
+    @Override
+    public void onStreamRecvComplete(int opId, MemorySegment request, int status, long length) {
+        Operation op = lookup(opId);
+        if (op != null) {
+            op.request = request;
+            finish(op, status, status == UCS_OK ? length : null);
+        } else {
+            UcxContext.invoke(() -> { Ucp.request_free.invokeExact(request); });
+        }
+    }
+
+    @Override
+    public void onEndpointError(int endpointId, MemorySegment ep, int status) {
+        worker.endpointFailed(endpointId, status);
+    }
+
+    @Override
+    public void onConnectionRequest(int listenerId, MemorySegment connRequest) {
+        worker.connectionRequested(listenerId, connRequest);
+    }
+
+    @Override
+    public void onUpcallFailure(String what, Throwable failure) {
+        LOG.error("ucx4j worker {}: failure in {}", worker.name(), what, failure);
+    }
+
+    // ---------------------------------------------------------------- timers
+
+    /** A one-shot timer run by the lock holder. */
+    final class Timer implements Comparable<Timer> {
+        final long deadline;
+        final long seq;
+        final Runnable action;
+        boolean cancelled;
+
+        Timer(long deadline, Runnable action) {
+            this.deadline = deadline;
+            this.seq = timerSeq++;
+            this.action = action;
+        }
+
+        void cancel() {
+            cancelled = true;
+        }
+
+        @Override
+        public int compareTo(Timer o) {
+            int c = Long.compare(deadline, o.deadline);
+            return c != 0 ? c : Long.compare(seq, o.seq);
+        }
+    }
+
+    /** Schedules {@code action} after {@code delayNanos}. Lock held. */
+    Timer schedule(long delayNanos, Runnable action) {
+        Timer t = new Timer(System.nanoTime() + delayNanos, action);
+        timers.add(t);
+        return t;
+    }
+
+    private int runTimers() {
+        if (timers.isEmpty()) {
+            return 0;
+        }
+        long now = System.nanoTime();
+        int n = 0;
+        Timer t;
+        while ((t = timers.peek()) != null && t.deadline - now <= 0) {
+            timers.poll();
+            if (!t.cancelled) {
+                n++;
+                try {
+                    t.action.run();
+                } catch (Throwable e) {
+                    LOG.error("ucx4j timer failed", e);
+                }
+            }
+        }
+        return n;
+    }
+
+    private int nextTimerMillis() {
+        Timer t = timers.peek();
+        if (t == null) {
+            return -1;
+        }
+        long ms = TimeUnit.NANOSECONDS.toMillis(t.deadline - System.nanoTime()) + 1;
+        return (int) Math.max(0, Math.min(ms, TIMER_POLL_CAP_MS));
+    }
+
+    // ---------------------------------------------------------------- shutdown
+
+    /** Progresses (on whichever thread drives this worker) until {@code f} is done or the time passes. */
+    void drive(CompletableFuture<?> f, long timeoutNanos) {
+        long deadline = System.nanoTime() + timeoutNanos;
+        if (mode == ProgressMode.CALLER || thread == null || !thread.isAlive()) {
+            progressUntil(f, deadline);
+            return;
+        }
+        try {
+            f.get(timeoutNanos, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            // The caller inspects f.
+        }
+    }
+
+    /** Stops the progress thread; afterwards the caller holds the only access. */
+    void stopThread() {
+        running = false;
+        if (thread != null) {
+            signal();
+            try {
+                thread.join(TimeUnit.SECONDS.toMillis(10));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** Destroys the UCX worker; fails whatever is still pending. */
+    void destroy() {
+        lock.lock();
+        try {
+            drainQueue();
+            for (Operation op : pending()) {
+                release(op);
+                freeStaging(op);
+                op.future.completeExceptionally(op.overrideFailure != null ? op.overrideFailure
+                        : new UcxCanceledException(op.call, UCS_ERR_CANCELED, "worker closed"));
+            }
+            UcxContext.invoke(() -> { Ucp.worker_destroy.invokeExact(handle); });
+            Upcalls.unregister(id);
+        } finally {
+            lock.unlock();
+            arena.close();
+        }
+    }
+}

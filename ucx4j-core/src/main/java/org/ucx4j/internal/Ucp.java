@@ -1,0 +1,117 @@
+package org.ucx4j.internal;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+
+/**
+ * Downcall handles for the UCP and UCS functions, bound once from the loaded library. Static finals, so
+ * the JIT treats each handle as a constant on the hot path.
+ *
+ * <p>Signatures follow {@code ucp/api/ucp.h} (UCX 1.13). {@code ucs_status_t} and C enums are
+ * {@code int}; {@code size_t}, {@code ucp_tag_t} and {@code uint64_t} are {@code long}; handles are
+ * addresses. Loading this class fails (with the loader's explanation) when UCX is unavailable: callers go
+ * through {@link UcxLibrary#require()} first.
+ *
+ * <p>Only tiny calls that never run callbacks are {@link Linker.Option#critical critical};
+ * {@code ucp_worker_progress} never is, because it calls back into Java.
+ */
+public final class Ucp {
+    private Ucp() {}
+
+    private static final SymbolLookup LIB = UcxLibrary.require().lookup();
+
+    private static MethodHandle fn(String name, FunctionDescriptor fd) {
+        return NativeLinker.downcall(LIB, name, fd);
+    }
+
+    private static MethodHandle tiny(String name, FunctionDescriptor fd) {
+        return NativeLinker.downcall(LIB, name, fd, Linker.Option.critical(false));
+    }
+
+    private static FunctionDescriptor status(java.lang.foreign.MemoryLayout... args) {
+        return FunctionDescriptor.of(JAVA_INT, args);
+    }
+
+    private static FunctionDescriptor statusPtr(java.lang.foreign.MemoryLayout... args) {
+        return FunctionDescriptor.of(ADDRESS, args);
+    }
+
+    // Library, configuration, context.
+    public static final MethodHandle config_read = fn("ucp_config_read", status(ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle config_modify = fn("ucp_config_modify", status(ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle config_release = fn("ucp_config_release", FunctionDescriptor.ofVoid(ADDRESS));
+    public static final MethodHandle config_print =
+            fn("ucp_config_print", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS, JAVA_INT));
+    public static final MethodHandle init_version =
+            fn("ucp_init_version", status(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle cleanup = fn("ucp_cleanup", FunctionDescriptor.ofVoid(ADDRESS));
+    public static final MethodHandle context_query = fn("ucp_context_query", status(ADDRESS, ADDRESS));
+    public static final MethodHandle context_print_info =
+            fn("ucp_context_print_info", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+
+    // Worker.
+    public static final MethodHandle worker_create = fn("ucp_worker_create", status(ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle worker_destroy = fn("ucp_worker_destroy", FunctionDescriptor.ofVoid(ADDRESS));
+    public static final MethodHandle worker_query = fn("ucp_worker_query", status(ADDRESS, ADDRESS));
+    public static final MethodHandle worker_release_address =
+            fn("ucp_worker_release_address", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+    public static final MethodHandle worker_progress = fn("ucp_worker_progress", status(ADDRESS));
+    public static final MethodHandle worker_get_efd = fn("ucp_worker_get_efd", status(ADDRESS, ADDRESS));
+    public static final MethodHandle worker_arm = fn("ucp_worker_arm", status(ADDRESS));
+    public static final MethodHandle worker_signal = tiny("ucp_worker_signal", status(ADDRESS));
+    public static final MethodHandle worker_flush_nbx = fn("ucp_worker_flush_nbx", statusPtr(ADDRESS, ADDRESS));
+    public static final MethodHandle worker_print_info =
+            fn("ucp_worker_print_info", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+
+    // Listener and connection requests.
+    public static final MethodHandle listener_create = fn("ucp_listener_create", status(ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle listener_destroy = fn("ucp_listener_destroy", FunctionDescriptor.ofVoid(ADDRESS));
+    public static final MethodHandle listener_query = fn("ucp_listener_query", status(ADDRESS, ADDRESS));
+    public static final MethodHandle listener_reject = fn("ucp_listener_reject", status(ADDRESS, ADDRESS));
+    public static final MethodHandle conn_request_query = fn("ucp_conn_request_query", status(ADDRESS, ADDRESS));
+
+    // Endpoint.
+    public static final MethodHandle ep_create = fn("ucp_ep_create", status(ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle ep_close_nbx = fn("ucp_ep_close_nbx", statusPtr(ADDRESS, ADDRESS));
+    public static final MethodHandle ep_flush_nbx = fn("ucp_ep_flush_nbx", statusPtr(ADDRESS, ADDRESS));
+
+    // Tag and stream messages.
+    public static final MethodHandle tag_send_nbx =
+            fn("ucp_tag_send_nbx", statusPtr(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
+    public static final MethodHandle tag_recv_nbx =
+            fn("ucp_tag_recv_nbx", statusPtr(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
+    public static final MethodHandle tag_probe_nb =
+            fn("ucp_tag_probe_nb", statusPtr(ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT, ADDRESS));
+    public static final MethodHandle stream_send_nbx =
+            fn("ucp_stream_send_nbx", statusPtr(ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
+    public static final MethodHandle stream_recv_nbx =
+            fn("ucp_stream_recv_nbx", statusPtr(ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS));
+
+    // Requests.
+    public static final MethodHandle request_cancel = fn("ucp_request_cancel", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+    public static final MethodHandle request_free = tiny("ucp_request_free", FunctionDescriptor.ofVoid(ADDRESS));
+
+    // Status text (libucs, reached through libucp's dependencies).
+    private static final MethodHandle status_string = tiny("ucs_status_string", FunctionDescriptor.of(ADDRESS, JAVA_INT));
+
+    /**
+     * UCX's own text for a status code.
+     *
+     * @param status a {@code ucs_status_t}
+     * @return the text, for example {@code "Connection reset by remote peer"}
+     */
+    public static String statusString(int status) {
+        try {
+            return NativeLinker.cString((MemorySegment) status_string.invokeExact(status));
+        } catch (Throwable t) {
+            throw Libc.rethrow(t);
+        }
+    }
+}

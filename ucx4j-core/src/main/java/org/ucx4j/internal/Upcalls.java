@@ -1,0 +1,180 @@
+package org.ucx4j.internal;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodType;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The upcall stubs, one per C callback signature, created once for the JVM. UCX hands back the
+ * {@code void *} user data we gave it; we put a worker id in its upper 32 bits and an operation,
+ * endpoint or listener id in the lower 32, never an object pointer (a Java object cannot be pinned, and a
+ * stale pointer would be memory corruption; a stale id is only a lookup miss).
+ *
+ * <p>Threading: registration is synchronized; dispatch reads a volatile array. The stubs never throw:
+ * a failure goes to the worker's {@link UpcallTarget#onUpcallFailure} or, failing that, to the log.
+ */
+public final class Upcalls {
+    private static final Logger LOG = LoggerFactory.getLogger(Upcalls.class);
+
+    private static volatile UpcallTarget[] targets = new UpcallTarget[16];
+
+    /** {@code void (*)(void *request, ucs_status_t status, void *user_data)}: sends, flushes, closes. */
+    public static final MemorySegment SEND = NativeLinker.upcall(Upcalls.class, "send",
+            MethodType.methodType(void.class, MemorySegment.class, int.class, MemorySegment.class),
+            FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, ADDRESS));
+
+    /** {@code void (*)(void *request, ucs_status_t, const ucp_tag_recv_info_t *, void *user_data)}. */
+    public static final MemorySegment TAG_RECV = NativeLinker.upcall(Upcalls.class, "tagRecv",
+            MethodType.methodType(void.class, MemorySegment.class, int.class, MemorySegment.class, MemorySegment.class),
+            FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, ADDRESS, ADDRESS));
+
+    /** {@code void (*)(void *request, ucs_status_t, size_t length, void *user_data)}: stream and AM data. */
+    public static final MemorySegment STREAM_RECV = NativeLinker.upcall(Upcalls.class, "streamRecv",
+            MethodType.methodType(void.class, MemorySegment.class, int.class, long.class, MemorySegment.class),
+            FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS));
+
+    /** {@code void (*)(void *arg, ucp_ep_h ep, ucs_status_t status)}. */
+    public static final MemorySegment EP_ERROR = NativeLinker.upcall(Upcalls.class, "endpointError",
+            MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class, int.class),
+            FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_INT));
+
+    /** {@code void (*)(ucp_conn_request_h conn_request, void *arg)}. */
+    public static final MemorySegment CONN_REQUEST = NativeLinker.upcall(Upcalls.class, "connectionRequest",
+            MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class),
+            FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+
+    private Upcalls() {}
+
+    /**
+     * Registers a worker and returns its id, the upper half of every user-data word it passes to UCX.
+     */
+    public static synchronized int register(UpcallTarget target) {
+        UpcallTarget[] current = targets;
+        for (int i = 1; i < current.length; i++) {
+            if (current[i] == null) {
+                UpcallTarget[] next = current.clone();
+                next[i] = target;
+                targets = next;
+                return i;
+            }
+        }
+        UpcallTarget[] next = java.util.Arrays.copyOf(current, current.length * 2);
+        int id = current.length;
+        next[id] = target;
+        targets = next;
+        return id;
+    }
+
+    /** Forgets a worker once it is destroyed (UCX will not call back for it again). */
+    public static synchronized void unregister(int workerId) {
+        UpcallTarget[] next = targets.clone();
+        next[workerId] = null;
+        targets = next;
+    }
+
+    /** Packs a worker id and an object id into the user-data word. */
+    public static MemorySegment userData(int workerId, int objectId) {
+        return MemorySegment.ofAddress(((long) workerId << 32) | (objectId & 0xFFFF_FFFFL));
+    }
+
+    private static UpcallTarget target(long word) {
+        int workerId = (int) (word >>> 32);
+        UpcallTarget[] t = targets;
+        return workerId > 0 && workerId < t.length ? t[workerId] : null;
+    }
+
+    private static void miss(String what, long word) {
+        LOG.warn("UCX callback {} for an unknown worker (user data 0x{}); ignored", what, Long.toHexString(word));
+    }
+
+    static void send(MemorySegment request, int status, MemorySegment userData) {
+        long word = userData.address();
+        UpcallTarget t = target(word);
+        if (t == null) {
+            miss("send", word);
+            return;
+        }
+        try {
+            t.onSendComplete((int) word, request, status);
+        } catch (Throwable e) {
+            report(t, "send completion", e);
+        }
+    }
+
+    static void tagRecv(MemorySegment request, int status, MemorySegment info, MemorySegment userData) {
+        long word = userData.address();
+        UpcallTarget t = target(word);
+        if (t == null) {
+            miss("tag receive", word);
+            return;
+        }
+        try {
+            long senderTag = 0;
+            long length = 0;
+            if (!info.equals(MemorySegment.NULL)) {
+                MemorySegment view = NativeLinker.view(info, Structs.UCP_TAG_RECV_INFO.byteSize());
+                senderTag = view.get(JAVA_LONG, 0);
+                length = view.get(JAVA_LONG, 8);
+            }
+            t.onTagRecvComplete((int) word, request, status, senderTag, length);
+        } catch (Throwable e) {
+            report(t, "tag receive completion", e);
+        }
+    }
+
+    static void streamRecv(MemorySegment request, int status, long length, MemorySegment userData) {
+        long word = userData.address();
+        UpcallTarget t = target(word);
+        if (t == null) {
+            miss("stream receive", word);
+            return;
+        }
+        try {
+            t.onStreamRecvComplete((int) word, request, status, length);
+        } catch (Throwable e) {
+            report(t, "stream receive completion", e);
+        }
+    }
+
+    static void endpointError(MemorySegment arg, MemorySegment ep, int status) {
+        long word = arg.address();
+        UpcallTarget t = target(word);
+        if (t == null) {
+            miss("endpoint error", word);
+            return;
+        }
+        try {
+            t.onEndpointError((int) word, ep, status);
+        } catch (Throwable e) {
+            report(t, "endpoint error handling", e);
+        }
+    }
+
+    static void connectionRequest(MemorySegment connRequest, MemorySegment arg) {
+        long word = arg.address();
+        UpcallTarget t = target(word);
+        if (t == null) {
+            miss("connection request", word);
+            return;
+        }
+        try {
+            t.onConnectionRequest((int) word, connRequest);
+        } catch (Throwable e) {
+            report(t, "connection request handling", e);
+        }
+    }
+
+    private static void report(UpcallTarget t, String what, Throwable e) {
+        try {
+            t.onUpcallFailure(what, e);
+        } catch (Throwable again) {
+            LOG.error("failure in {} (and in reporting it)", what, e);
+        }
+    }
+}
