@@ -12,10 +12,23 @@ import org.ucx4j.internal.Libc;
 final class Buffers {
     private Buffers() {}
 
+    /**
+     * The same memory without its arena's thread confinement. UCX is called from the progress thread,
+     * and a confined arena's segment cannot even be passed to a downcall from another thread. Liveness
+     * is checked here, on the caller's thread; from then on the caller's contract (keep the memory alive
+     * until the future completes) is what protects it, as with any asynchronous native I/O.
+     */
+    static MemorySegment unscoped(MemorySegment buffer) {
+        if (!buffer.scope().isAlive()) {
+            throw new IllegalStateException("the buffer's arena is already closed");
+        }
+        return MemorySegment.ofAddress(buffer.address());
+    }
+
     /** The memory to send from; stages a copy of heap memory. */
     static MemorySegment forSend(Operation op, MemorySegment buffer) {
         if (buffer.isNative()) {
-            return buffer;
+            return unscoped(buffer);
         }
         MemorySegment staging = Libc.malloc(buffer.byteSize());
         MemorySegment.copy(buffer, 0, staging, 0, buffer.byteSize());
@@ -29,7 +42,7 @@ final class Buffers {
             throw new IllegalArgumentException("cannot receive into a read-only buffer");
         }
         if (buffer.isNative()) {
-            return buffer;
+            return unscoped(buffer);
         }
         MemorySegment staging = Libc.malloc(buffer.byteSize());
         op.staging = staging;

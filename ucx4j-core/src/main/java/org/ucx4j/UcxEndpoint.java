@@ -74,7 +74,7 @@ public final class UcxEndpoint implements AutoCloseable {
         ensureOpen();
         MemorySegment src = Buffers.forSend(op, buffer);
         long len = buffer.byteSize();
-        rt.execute(() -> {
+        rt.submit(op, () -> {
             if (!usable(op)) {
                 return;
             }
@@ -156,18 +156,26 @@ public final class UcxEndpoint implements AutoCloseable {
     // ------------------------------------------------------------------ stream
 
     /**
-     * Sends bytes on the endpoint's ordered byte stream.
+     * Sends bytes on the endpoint's ordered byte stream. An empty buffer completes at once without
+     * touching the network (a stream has no message boundaries).
      *
      * @param buffer the bytes
      * @return completes when the buffer may be reused
      */
     public UcxFuture<Void> streamSendAsync(MemorySegment buffer) {
         UcxFuture<Void> f = new UcxFuture<>();
+        if (buffer.byteSize() == 0) {
+            // A stream has no message boundaries, so an empty send is a no-op; UCX 1.13 also asserts on
+            // receiving an empty stream fragment, so it must not reach the wire.
+            ensureOpen();
+            f.complete(null);
+            return f;
+        }
         Operation op = new Operation(rt, Operation.SEND, "ucp_stream_send_nbx", this, buffer.byteSize(), f);
         ensureOpen();
         MemorySegment src = Buffers.forSend(op, buffer);
         long len = buffer.byteSize();
-        rt.execute(() -> {
+        rt.submit(op, () -> {
             if (!usable(op)) {
                 return;
             }
@@ -207,11 +215,16 @@ public final class UcxEndpoint implements AutoCloseable {
      */
     public UcxFuture<Long> streamRecvAsync(MemorySegment buffer) {
         UcxFuture<Long> f = new UcxFuture<>();
+        if (buffer.byteSize() == 0) {
+            ensureOpen();
+            f.complete(0L);
+            return f;
+        }
         Operation op = new Operation(rt, Operation.STREAM_RECV, "ucp_stream_recv_nbx", this, buffer.byteSize(), f);
         ensureOpen();
         MemorySegment dst = Buffers.forReceive(op, buffer);
         long len = buffer.byteSize();
-        rt.execute(() -> {
+        rt.submit(op, () -> {
             if (!usable(op)) {
                 return;
             }
@@ -255,7 +268,7 @@ public final class UcxEndpoint implements AutoCloseable {
         ensureOpen();
         UcxFuture<Void> f = new UcxFuture<>();
         Operation op = new Operation(rt, Operation.SEND, "ucp_ep_flush_nbx", this, 0, f);
-        rt.execute(() -> startFlush(op));
+        rt.submit(op, () -> startFlush(op));
         return f;
     }
 

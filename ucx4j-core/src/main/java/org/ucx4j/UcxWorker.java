@@ -129,6 +129,33 @@ public final class UcxWorker implements AutoCloseable {
         return rt.progressOnce();
     }
 
+    /**
+     * Waits for a future of this worker's operations and returns its result, driving progress while
+     * waiting in {@link ProgressMode#CALLER} mode (a plain {@code join()} would wait forever there).
+     * Failures are rethrown as they are (a {@link UcxException}, not wrapped).
+     *
+     * @param future a future returned by this worker or its endpoints
+     * @param <T> the result type
+     * @return the result
+     * @throws IllegalStateException when called from inside a ucx4j callback
+     */
+    public <T> T await(CompletableFuture<T> future) {
+        return rt.await(future, "await");
+    }
+
+    /**
+     * Like {@link #await(CompletableFuture)} with a time limit.
+     *
+     * @param future the future
+     * @param timeout how long to wait
+     * @param <T> the result type
+     * @return the result
+     * @throws UcxTimeoutException when it does not complete in time (the operation is left running)
+     */
+    public <T> T await(CompletableFuture<T> future, Duration timeout) {
+        return rt.await(future, "await", timeout.toNanos());
+    }
+
     // ------------------------------------------------------------------ connections
 
     /**
@@ -384,7 +411,7 @@ public final class UcxWorker implements AutoCloseable {
         Operation op = new Operation(rt, Operation.TAG_RECV, "ucp_tag_recv_nbx", ep, buffer.byteSize(), f);
         MemorySegment dst = Buffers.forReceive(op, buffer);
         long len = buffer.byteSize();
-        rt.execute(() -> {
+        rt.submit(op, () -> {
             if (ep != null && !ep.usable(op)) {
                 return;
             }
@@ -437,7 +464,7 @@ public final class UcxWorker implements AutoCloseable {
         ensureOpen();
         UcxFuture<Void> f = new UcxFuture<>();
         Operation op = new Operation(rt, Operation.SEND, "ucp_worker_flush_nbx", null, 0, f);
-        rt.execute(() -> {
+        rt.submit(op, () -> {
             MemorySegment p = rt.param(op, Upcalls.SEND, 0, 0);
             MemorySegment r;
             try {

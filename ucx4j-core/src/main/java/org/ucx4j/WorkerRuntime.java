@@ -152,6 +152,22 @@ final class WorkerRuntime implements UpcallTarget {
         wakeIfArmed();
     }
 
+    /**
+     * Runs an operation's submission with the lock held; if it throws, the operation fails with that
+     * exception instead of being lost.
+     */
+    void submit(Operation op, Runnable task) {
+        execute(() -> {
+            try {
+                task.run();
+            } catch (Throwable t) {
+                if (!op.future.isDone()) {
+                    failUnsubmitted(op, t);
+                }
+            }
+        });
+    }
+
     /** Queues {@code task} for the next round, even when the caller holds the lock. */
     void later(Runnable task) {
         queue.offer(task);
@@ -271,7 +287,7 @@ final class WorkerRuntime implements UpcallTarget {
     /** Blocking wait used by caller-driven workers: progress until done, sleeping on the fd when idle. */
     private void progressUntil(CompletableFuture<?> f, long deadlineNanos) {
         int idle = 0;
-        while (!f.isDone() && System.nanoTime() < deadlineNanos) {
+        while (!f.isDone() && System.nanoTime() < deadlineNanos && !Thread.currentThread().isInterrupted()) {
             if (progressOnce() > 0) {
                 idle = 0;
                 continue;

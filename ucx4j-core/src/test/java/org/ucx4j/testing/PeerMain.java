@@ -1,0 +1,152 @@
+package org.ucx4j.testing;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.ucx4j.ProgressMode;
+import org.ucx4j.TagInfo;
+import org.ucx4j.UcxContext;
+import org.ucx4j.UcxEndpoint;
+import org.ucx4j.UcxListener;
+import org.ucx4j.UcxWorker;
+import org.ucx4j.WorkerOptions;
+
+/**
+ * The peer JVM for multi-process tests. Modes:
+ * <ul>
+ *   <li>{@code echo-server}: listens on an ephemeral port, prints {@code PORT n}, echoes tag and stream
+ *       messages per {@link EchoProtocol}, until killed;</li>
+ *   <li>{@code sink-server}: listens, prints {@code PORT n}, accepts, reads the hello, prints
+ *       {@code READY}, then never answers (the test kills it);</li>
+ *   <li>{@code clients N port delayMs}: after the delay, N client workers connect at once, each does
+ *       ten tag echoes; prints {@code CLIENT i OK} each and {@code DONE ok/N}.</li>
+ * </ul>
+ * The progress mode comes from {@code -Ducx4j.test.progress}.
+ */
+public final class PeerMain {
+    private PeerMain() {}
+
+    public static void main(String[] args) throws Exception {
+        ProgressMode mode = ProgressMode.parse(System.getProperty("ucx4j.test.progress", "thread-blocking"));
+        WorkerOptions options = WorkerOptions.builder().progressMode(mode).build();
+        switch (args[0]) {
+            case "echo-server" -> echoServer(options, false);
+            case "sink-server" -> echoServer(options, true);
+            case "clients" -> clients(options, Integer.parseInt(args[1]), Integer.parseInt(args[2]),
+                    Long.parseLong(args[3]));
+            default -> throw new IllegalArgumentException("unknown mode " + args[0]);
+        }
+    }
+
+    private static void echoServer(WorkerOptions options, boolean sink) throws Exception {
+        Map<Integer, UcxEndpoint> clients = new ConcurrentHashMap<>();
+        try (UcxContext ctx = UcxContext.create(); UcxWorker worker = ctx.newWorker(options)) {
+            UcxListener listener = worker.listen(0, ep -> Thread.ofVirtual().start(() -> serve(ep, clients, sink)));
+            System.out.println("PORT " + listener.port());
+            System.out.flush();
+            if (sink) {
+                Thread.sleep(Duration.ofHours(1));
+                return;
+            }
+            try (Arena arena = Arena.ofShared()) {
+                MemorySegment buf = arena.allocate(EchoProtocol.MAX_MESSAGE, 64);
+                while (true) {
+                    TagInfo info = worker.tagRecv(buf, 0, 0);
+                    if ((info.senderTag() & EchoProtocol.REPLY_BIT) != 0) {
+                        continue;
+                    }
+                    int id = (int) (info.senderTag() >>> 32);
+                    UcxEndpoint ep = awaitClient(clients, id);
+                    if (ep == null) {
+                        System.out.println("UNKNOWN-CLIENT " + id);
+                        continue;
+                    }
+                    try {
+                        ep.tagSend(buf.asSlice(0, info.length()), info.senderTag() | EchoProtocol.REPLY_BIT);
+                    } catch (RuntimeException e) {
+                        System.out.println("SEND-FAILED " + e);
+                    }
+                }
+            }
+        }
+    }
+
+    private static UcxEndpoint awaitClient(Map<Integer, UcxEndpoint> clients, int id) throws InterruptedException {
+        for (int i = 0; i < 500; i++) {
+            UcxEndpoint ep = clients.get(id);
+            if (ep != null) {
+                return ep;
+            }
+            Thread.sleep(10);
+        }
+        return null;
+    }
+
+    private static void serve(UcxEndpoint ep, Map<Integer, UcxEndpoint> clients, boolean sink) {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment hello = arena.allocate(8);
+            ep.streamRecv(hello.asSlice(0, 4));
+            int id = hello.get(ValueLayout.JAVA_INT_UNALIGNED, 0);
+            clients.put(id, ep);
+            if (sink) {
+                System.out.println("READY " + id);
+                return;
+            }
+            MemorySegment len = arena.allocate(8);
+            MemorySegment data = arena.allocate(EchoProtocol.MAX_MESSAGE, 64);
+            while (true) {
+                ep.streamRecv(len);
+                long n = len.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+                if (n > 0) {
+                    ep.streamRecv(data.asSlice(0, n));
+                }
+                ep.streamSend(len);
+                if (n > 0) {
+                    ep.streamSend(data.asSlice(0, n));
+                }
+            }
+        } catch (RuntimeException e) {
+            // The client went away: expected at the end of every test.
+        }
+    }
+
+    private static void clients(WorkerOptions options, int n, int port, long delayMs) throws Exception {
+        Thread.sleep(delayMs);
+        AtomicInteger ok = new AtomicInteger();
+        CountDownLatch done = new CountDownLatch(n);
+        try (UcxContext ctx = UcxContext.create()) {
+            for (int i = 0; i < n; i++) {
+                int id = 1000 + i + (int) (delayMs % 1000) * 100;
+                Thread.ofPlatform().start(() -> {
+                    try (UcxWorker w = ctx.newWorker(options); UcxEndpoint ep = w.connect("127.0.0.1", port);
+                         Arena arena = Arena.ofShared()) {
+                        EchoProtocol.hello(ep, id);
+                        MemorySegment out = arena.allocate(4096);
+                        MemorySegment in = arena.allocate(4096);
+                        for (int k = 0; k < 10; k++) {
+                            out.fill((byte) (id + k));
+                            long got = EchoProtocol.echoTag(w, ep, out, in, EchoProtocol.tag(id, k));
+                            if (got != 4096 || in.mismatch(out) != -1) {
+                                throw new AssertionError("bad echo for client " + id);
+                            }
+                        }
+                        ok.incrementAndGet();
+                        System.out.println("CLIENT " + id + " OK");
+                    } catch (Throwable t) {
+                        System.out.println("CLIENT " + id + " FAILED " + t);
+                    } finally {
+                        done.countDown();
+                    }
+                });
+            }
+            done.await();
+        }
+        System.out.println("DONE " + ok.get() + "/" + n);
+        System.exit(ok.get() == n ? 0 : 1);
+    }
+}
