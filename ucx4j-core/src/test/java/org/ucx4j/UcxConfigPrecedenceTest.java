@@ -132,7 +132,8 @@ class UcxConfigPrecedenceTest {
         assertEquals("tcp", config.ucxSettings().contextOptions().get("TLS"));
         // Only the legacy key actually read warns.
         assertEquals(1, warnings.size(), warnings.toString());
-        assertTrue(warnings.get(0).contains("'distributed.comm.ucx.tcp'"), warnings.get(0));
+        assertTrue(warnings.get(0).contains("DASK_DISTRIBUTED__COMM__UCX__TCP (distributed.comm.ucx.tcp) is a deprecated"),
+                warnings.get(0));
         assertTrue(warnings.get(0).contains("'distributed-ucxx.tcp'"), warnings.get(0));
     }
 
@@ -174,7 +175,7 @@ class UcxConfigPrecedenceTest {
         fromEnv(env);
         fromEnv(Map.of("DASK_DISTRIBUTED__COMM__UCX__TCP", "false"));
         assertEquals(2, warnings.size(), warnings.toString());
-        assertTrue(warnings.stream().anyMatch(w -> w.contains("'distributed.rmm.pool-size'")
+        assertTrue(warnings.stream().anyMatch(w -> w.contains("(distributed.rmm.pool-size)")
                 && w.contains("'distributed-ucxx.rmm.pool-size'")), warnings.toString());
     }
 

@@ -146,8 +146,9 @@ public final class ConfigLoader {
         try {
             return key.convert(s.value());
         } catch (IllegalArgumentException e) {
-            throw ConfigErrors.invalidValue(key.name(), written, s.origin(),
-                    "expected " + key.type().expected() + " (" + e.getMessage() + ")", key.secret());
+            String reason = e.getMessage().startsWith("expected") ? e.getMessage()
+                    : e.getMessage() + "; expected " + key.type().expected();
+            throw ConfigErrors.invalidValue(key.name(), written, s.origin(), reason, key.secret());
         }
     }
 
@@ -159,8 +160,8 @@ public final class ConfigLoader {
             }
             if (v.origin().deprecatedKey() != null) {
                 String key = v.origin().deprecatedKey();
-                DeprecationWarnings.warnOnce(key, "ucx4j config: '" + key + "' (" + v.origin().description()
-                        + ") is deprecated; use " + replacement(path) + " instead");
+                DeprecationWarnings.warnOnce(key, "ucx4j config: " + v.origin().description()
+                        + " is a deprecated spelling; use " + replacement(path) + " instead");
             }
             return v;
         }

@@ -1,9 +1,11 @@
 package org.ucx4j.internal.config;
 
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.SortedMap;
+import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -80,10 +82,12 @@ public final class UcxSettingsMapper {
                 tls += ",cuda_ipc";
             }
             managed.put("TLS", tls);
-            managedSources.put("TLS", "tcp/nvlink/infiniband/cuda-copy");
+            managedSources.put("TLS", describe(config, ConfigKey.TCP, ConfigKey.NVLINK, ConfigKey.INFINIBAND,
+                    ConfigKey.CUDA_COPY));
             boolean rdmacm = isTrue(config.value(ConfigKey.RDMACM));
             managed.put("SOCKADDR_TLS_PRIORITY", rdmacm ? "rdmacm" : "tcp");
-            managedSources.put("SOCKADDR_TLS_PRIORITY", "rdmacm (" + config.origin(ConfigKey.RDMACM) + ")");
+            managedSources.put("SOCKADDR_TLS_PRIORITY", describe(config, ConfigKey.TCP, ConfigKey.NVLINK,
+                    ConfigKey.INFINIBAND, ConfigKey.RDMACM));
         }
         String netDevices = config.value(ConfigKey.NET_DEVICES);
         if (netDevices != null) {
@@ -121,6 +125,14 @@ public final class UcxSettingsMapper {
             }
         });
         return new Mapped(context, global, sources);
+    }
+
+    /** The keys that are true, with their sources: "tcp=true (env UCX4J__TCP), nvlink=true (builder)". */
+    private static String describe(ResolvedConfig config, ConfigKey<?>... keys) {
+        return Arrays.stream(keys)
+                .filter(k -> Boolean.TRUE.equals(config.value(k)))
+                .map(k -> k.name() + "=true (" + config.origin(k) + ")")
+                .collect(Collectors.joining(", "));
     }
 
     private static boolean isTrue(Boolean value) {
