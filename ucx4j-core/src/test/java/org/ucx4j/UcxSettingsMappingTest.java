@@ -99,8 +99,9 @@ class UcxSettingsMappingTest {
     @Test
     void globalOptionsAreSeparated() {
         UcxConfig config = from(UcxConfig.builder().environment("log-level", "info")
-                .environment("error-signals", "").environment("mem-events", "n").environment("rndv-thresh", "8192"));
-        assertEquals(Map.of("RNDV_THRESH", "8192"), config.ucxSettings().contextOptions());
+                .environment("error-signals", "").environment("mem-events", "n").environment("rndv-thresh", "8192")
+                .environment("rcache-enable", "n"));
+        assertEquals(Map.of("RCACHE_ENABLE", "n", "RNDV_THRESH", "8192"), config.ucxSettings().contextOptions());
         assertEquals(Map.of("LOG_LEVEL", "info", "ERROR_SIGNALS", "", "MEM_EVENTS", "n"),
                 config.ucxSettings().globalOptions());
         assertEquals("info", config.ucxSettings().globalEnvironmentVariables().get("UCX_LOG_LEVEL"));

@@ -9,7 +9,7 @@ import java.util.Set;
  * {@code setenv}) before the first {@code dlopen} of UCX.
  *
  * <p>Source: {@code ucs_global_opts_t} in {@code ucs/config/global_opts.h} and its table in
- * {@code ucs/config/global_opts.c} (UCX 1.13 to 1.19), the x86 arch options
+ * {@code ucs/config/global_opts.c}, the x86 arch options
  * ({@code BUILTIN_MEMCPY_*}), and UCM's {@code MEM_*} options, which libucm reads at load as well.
  * Checked against {@code ucx_info -c -a} of UCX 1.13.1. Names are without the {@code UCX_} prefix.
  *
