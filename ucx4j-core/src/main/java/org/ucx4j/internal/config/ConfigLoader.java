@@ -5,6 +5,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -173,7 +174,7 @@ public final class ConfigLoader {
         String dask = path.equals(ConfigKey.MEMORY_POOL_SIZE.name()) ? "rmm.pool-size" : path;
         String ucx4j = entry ? ConfigSchema.ENVIRONMENT : path;
         return "'distributed-ucxx." + (entry ? ConfigSchema.ENVIRONMENT : dask) + "' or ucx4j's own '" + ucx4j
-                + "' (UCX4J__" + ucx4j.toUpperCase(java.util.Locale.ROOT).replace("-", "_").replace(".", "__") + ")";
+                + "' (UCX4J__" + ucx4j.toUpperCase(Locale.ROOT).replace("-", "_").replace(".", "__") + ")";
     }
 
     private static void checkPoolSizes(Map<ConfigKey<?>, ResolvedValue> values) {
