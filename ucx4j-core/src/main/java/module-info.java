@@ -5,5 +5,6 @@
  */
 module org.ucx4j.core {
     requires org.slf4j;
+    requires org.snakeyaml.engine.v2;
     exports org.ucx4j;
 }
