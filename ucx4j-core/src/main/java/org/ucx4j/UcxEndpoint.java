@@ -93,7 +93,7 @@ public final class UcxEndpoint implements AutoCloseable {
 
     /** Blocking twin of {@link #tagSendAsync(MemorySegment, long)}. */
     public void tagSend(MemorySegment buffer, long tag) {
-        rt.await(tagSendAsync(buffer, tag), "tagSend");
+        rt.call(() -> tagSendAsync(buffer, tag), "tagSend");
     }
 
     /** Sends a tagged message from a byte array (copied). */
@@ -132,7 +132,7 @@ public final class UcxEndpoint implements AutoCloseable {
 
     /** Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long)}. */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask) {
-        return rt.await(tagRecvAsync(buffer, tag, mask), "tagRecv");
+        return rt.call(() -> tagRecvAsync(buffer, tag, mask), "tagRecv");
     }
 
     /**
@@ -140,7 +140,7 @@ public final class UcxEndpoint implements AutoCloseable {
      * canceled and {@link UcxTimeoutException} thrown.
      */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask, Duration timeout) {
-        return rt.worker.awaitOrCancel(tagRecvAsync(buffer, tag, mask), "tagRecv", timeout);
+        return rt.worker.awaitOrCancel(() -> tagRecvAsync(buffer, tag, mask), "tagRecv", timeout);
     }
 
     /** Receives into a byte array (copied back on completion). */
@@ -194,7 +194,7 @@ public final class UcxEndpoint implements AutoCloseable {
 
     /** Blocking twin of {@link #streamSendAsync(MemorySegment)}. */
     public void streamSend(MemorySegment buffer) {
-        rt.await(streamSendAsync(buffer), "streamSend");
+        rt.call(() -> streamSendAsync(buffer), "streamSend");
     }
 
     /** Sends a byte array on the stream (copied). */
@@ -244,7 +244,7 @@ public final class UcxEndpoint implements AutoCloseable {
 
     /** Blocking twin of {@link #streamRecvAsync(MemorySegment)}. */
     public long streamRecv(MemorySegment buffer) {
-        return rt.await(streamRecvAsync(buffer), "streamRecv");
+        return rt.call(() -> streamRecvAsync(buffer), "streamRecv");
     }
 
     /** Receives exactly {@code data.length} bytes into a byte array (copied back). */
@@ -289,7 +289,7 @@ public final class UcxEndpoint implements AutoCloseable {
 
     /** Blocking twin of {@link #flushAsync()}. */
     public void flush() {
-        rt.await(flushAsync(), "flush");
+        rt.call(() -> flushAsync(), "flush");
     }
 
     /**

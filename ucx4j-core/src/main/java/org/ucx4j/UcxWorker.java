@@ -178,7 +178,7 @@ public final class UcxWorker implements AutoCloseable {
      * @return the connected endpoint
      */
     public UcxEndpoint connect(InetSocketAddress address) {
-        return rt.await(connectAsync(address, null), "connect");
+        return rt.call(() -> connectAsync(address, null), "connect");
     }
 
     /**
@@ -380,7 +380,7 @@ public final class UcxWorker implements AutoCloseable {
 
     /** Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long)}. */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask) {
-        return rt.await(tagRecvAsync(buffer, tag, mask), "tagRecv");
+        return rt.call(() -> tagRecvAsync(buffer, tag, mask), "tagRecv");
     }
 
     /**
@@ -388,7 +388,7 @@ public final class UcxWorker implements AutoCloseable {
      * and {@link UcxTimeoutException} thrown.
      */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask, Duration timeout) {
-        return awaitOrCancel(tagRecvAsync(buffer, tag, mask), "tagRecv", timeout);
+        return awaitOrCancel(() -> tagRecvAsync(buffer, tag, mask), "tagRecv", timeout);
     }
 
     /** Receives into a byte array (copied back on completion). */
@@ -415,8 +415,9 @@ public final class UcxWorker implements AutoCloseable {
             if (ep != null && !ep.usable(op)) {
                 return;
             }
-            MemorySegment p = rt.param(op, Upcalls.TAG_RECV, WorkerRuntime.OP_ATTR_FIELD_RECV_INFO, 0);
-            p.set(ADDRESS, WorkerRuntime.P_RECV_INFO, rt.tagInfo);
+            // UCX 1.13 leaves recv_info unset when a receive completes at once from the unexpected
+            // queue, so the sender's tag and the length would be lost: always take the callback.
+            MemorySegment p = rt.param(op, Upcalls.TAG_RECV, WorkerRuntime.OP_ATTR_FLAG_NO_IMM_CMPL, 0);
             MemorySegment r;
             try {
                 r = (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, dst, len, tag, mask, p);
@@ -424,9 +425,7 @@ public final class UcxWorker implements AutoCloseable {
                 rt.failUnsubmitted(op, t);
                 return;
             }
-            TagInfo now = r.address() == 0
-                    ? new TagInfo(rt.tagInfo.get(JAVA_LONG, 0), rt.tagInfo.get(JAVA_LONG, 8)) : null;
-            rt.started(op, r, now);
+            rt.started(op, r, null);
         });
         return f;
     }
@@ -480,7 +479,7 @@ public final class UcxWorker implements AutoCloseable {
 
     /** Blocking twin of {@link #flushAsync()}. */
     public void flush() {
-        rt.await(flushAsync(), "flush");
+        rt.call(() -> flushAsync(), "flush");
     }
 
     // ------------------------------------------------------------------ info
@@ -532,7 +531,9 @@ public final class UcxWorker implements AutoCloseable {
         return rt.await(f, what);
     }
 
-    <T> T awaitOrCancel(UcxFuture<T> f, String what, Duration timeout) {
+    <T> T awaitOrCancel(Supplier<UcxFuture<T>> start, String what, Duration timeout) {
+        rt.checkMayBlock(what);
+        UcxFuture<T> f = start.get();
         try {
             return rt.await(f, what, timeout.toNanos());
         } catch (UcxTimeoutException e) {

@@ -51,6 +51,7 @@ final class WorkerRuntime implements UpcallTarget {
     static final int OP_ATTR_FIELD_USER_DATA = 1 << 2;
     static final int OP_ATTR_FIELD_FLAGS = 1 << 4;
     static final int OP_ATTR_FIELD_RECV_INFO = 1 << 7;
+    static final int OP_ATTR_FLAG_NO_IMM_CMPL = 1 << 16;
     static final long P_OP_ATTR = Structs.offset(Structs.UCP_REQUEST_PARAM, "op_attr_mask");
     static final long P_FLAGS = Structs.offset(Structs.UCP_REQUEST_PARAM, "flags");
     static final long P_CB = Structs.offset(Structs.UCP_REQUEST_PARAM, "cb");
@@ -263,7 +264,9 @@ final class WorkerRuntime implements UpcallTarget {
         int timeoutMs;
         lock.lock();
         try {
-            if (!queue.isEmpty()) {
+            // Progress to zero and arm in one hold of the lock: an operation posted inline by another
+            // thread since our last round may need progress that no fd event will ever announce.
+            if (round() > 0 || !queue.isEmpty()) {
                 return;
             }
             int status = UcxContext.callInt(() -> (int) Ucp.worker_arm.invokeExact(handle));
@@ -299,7 +302,7 @@ final class WorkerRuntime implements UpcallTarget {
             lock.lock();
             boolean canSleep;
             try {
-                canSleep = queue.isEmpty()
+                canSleep = round() == 0 && queue.isEmpty()
                         && UcxContext.callInt(() -> (int) Ucp.worker_arm.invokeExact(handle)) == UCS_OK;
             } finally {
                 lock.unlock();
@@ -322,11 +325,24 @@ final class WorkerRuntime implements UpcallTarget {
         return await(f, what, Long.MAX_VALUE);
     }
 
-    <T> T await(CompletableFuture<T> f, String what, long timeoutNanos) {
+    /**
+     * A blocking call: refuses inside a callback before starting anything (no orphaned operation), then
+     * starts the operation and waits for it.
+     */
+    <T> T call(java.util.function.Supplier<? extends CompletableFuture<T>> start, String what) {
+        checkMayBlock(what);
+        return await(start.get(), what, Long.MAX_VALUE);
+    }
+
+    void checkMayBlock(String what) {
         if (lock.isHeldByCurrentThread()) {
             throw new IllegalStateException("blocking call '" + what + "' from inside a ucx4j callback (progress "
                     + "thread) would deadlock: use the async variant and chain on its future");
         }
+    }
+
+    <T> T await(CompletableFuture<T> f, String what, long timeoutNanos) {
+        checkMayBlock(what);
         long deadline = timeoutNanos == Long.MAX_VALUE ? Long.MAX_VALUE : System.nanoTime() + timeoutNanos;
         if (deadline < 0 && timeoutNanos != Long.MAX_VALUE) {
             deadline = Long.MAX_VALUE;

@@ -43,7 +43,7 @@ class MessagingTest {
     @BeforeAll
     void startPeer() throws Exception {
         NativeRequirement.assumeUcx();
-        peer = PeerProcess.start(Map.of(), "echo-server");
+        peer = PeerProcess.start(Map.of(), java.util.List.of("-Ducx4j.test.trace=" + Boolean.getBoolean("ucx4j.test.trace")), "echo-server");
         port = Integer.parseInt(peer.awaitLine("PORT", Duration.ofSeconds(30)));
         context = UcxContext.create();
     }
@@ -83,6 +83,9 @@ class MessagingTest {
                 MemorySegment o = out.asSlice(0, size);
                 fillRandom(o, size);
                 in.asSlice(0, size).fill((byte) 0x5A);
+                if (Boolean.getBoolean("ucx4j.test.trace")) {
+                    System.out.println("client " + id + " " + mode + " echo " + size + " seq " + seq);
+                }
                 long got = EchoProtocol.echoTag(worker, ep, o, in, EchoProtocol.tag(id, seq++));
                 assertEquals(size, got, "echo length for " + size + " bytes");
                 assertEquals(-1L, o.mismatch(in.asSlice(0, size)), "echo content for " + size + " bytes");

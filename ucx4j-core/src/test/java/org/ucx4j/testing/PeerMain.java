@@ -29,6 +29,8 @@ import org.ucx4j.WorkerOptions;
  * The progress mode comes from {@code -Ducx4j.test.progress}.
  */
 public final class PeerMain {
+    private static final boolean TRACE = Boolean.getBoolean("ucx4j.test.trace");
+
     private PeerMain() {}
 
     public static void main(String[] args) throws Exception {
@@ -61,6 +63,9 @@ public final class PeerMain {
                         continue;
                     }
                     int id = (int) (info.senderTag() >>> 32);
+                    if (TRACE) {
+                        System.out.println("GOT tag=0x" + Long.toHexString(info.senderTag()) + " len=" + info.length());
+                    }
                     UcxEndpoint ep = awaitClient(clients, id);
                     if (ep == null) {
                         System.out.println("UNKNOWN-CLIENT " + id);
@@ -68,6 +73,9 @@ public final class PeerMain {
                     }
                     try {
                         ep.tagSend(buf.asSlice(0, info.length()), info.senderTag() | EchoProtocol.REPLY_BIT);
+                        if (TRACE) {
+                            System.out.println("SENT tag=0x" + Long.toHexString(info.senderTag() | EchoProtocol.REPLY_BIT));
+                        }
                     } catch (RuntimeException e) {
                         System.out.println("SEND-FAILED " + e);
                     }

@@ -1,0 +1,133 @@
+package org.ucx4j;
+
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** Close semantics: in-flight operations complete as canceled; close twice is harmless; use after close is refused. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class CloseTest {
+    private static UcxException failureOf(UcxFuture<?> f) throws Exception {
+        try {
+            f.get(10, TimeUnit.SECONDS);
+            throw new AssertionError("expected failure, got success");
+        } catch (ExecutionException e) {
+            return assertInstanceOf(UcxException.class, e.getCause());
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(CloseMode.class)
+    void closingAnEndpointCancelsItsPendingReceives(CloseMode mode) throws Exception {
+        NativeRequirement.assumeUcx();
+        try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker();
+             Arena arena = Arena.ofShared()) {
+            CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
+            UcxListener l = server.listen(0, accepted::complete);
+            UcxEndpoint ep = client.connect("127.0.0.1", l.port());
+            accepted.get(10, TimeUnit.SECONDS);
+            List<UcxFuture<?>> pending = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                pending.add(ep.tagRecvAsync(arena.allocate(64), 1000 + i, -1L));
+            }
+            pending.add(ep.streamRecvAsync(arena.allocate(16)));
+            client.await(ep.closeAsync(mode), java.time.Duration.ofSeconds(10));
+            for (UcxFuture<?> f : pending) {
+                UcxException e = failureOf(f);
+                assertInstanceOf(UcxCanceledException.class, e, e.toString());
+            }
+            assertEquals(0, client.pendingOperations());
+            assertThrows(IllegalStateException.class, () -> ep.tagSend(new byte[1], 1));
+            assertThrows(IllegalStateException.class, () -> ep.streamRecvAsync(new byte[1]));
+        }
+    }
+
+    @Test
+    void closingAWorkerCancelsItsPendingReceives() throws Exception {
+        NativeRequirement.assumeUcx();
+        UcxFuture<TagInfo> pending;
+        try (UcxContext ctx = UcxContext.create(); Arena arena = Arena.ofShared()) {
+            UcxWorker worker = ctx.newWorker();
+            pending = worker.tagRecvAsync(arena.allocate(64), 5, -1L);
+            worker.close();
+            UcxException e = failureOf(pending);
+            assertInstanceOf(UcxCanceledException.class, e);
+            assertThrows(IllegalStateException.class, () -> worker.tagRecvAsync(new byte[1], 1, -1L));
+            assertThrows(IllegalStateException.class, () -> worker.connect("127.0.0.1", 1));
+        }
+    }
+
+    @Test
+    void closeTwiceIsHarmlessAndUseAfterCloseIsRefused() throws Exception {
+        NativeRequirement.assumeUcx();
+        UcxContext ctx = UcxContext.create();
+        UcxWorker server = ctx.newWorker();
+        UcxWorker client = ctx.newWorker();
+        CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
+        UcxListener l = server.listen(0, accepted::complete);
+        UcxEndpoint ep = client.connect("127.0.0.1", l.port());
+        assertDoesNotThrow(ep::close);
+        assertDoesNotThrow(ep::close);
+        assertDoesNotThrow(l::close);
+        assertDoesNotThrow(l::close);
+        assertDoesNotThrow(client::close);
+        assertDoesNotThrow(client::close);
+        assertDoesNotThrow(ctx::close);
+        assertDoesNotThrow(ctx::close);
+        assertDoesNotThrow(server::close);
+        IllegalStateException e = assertThrows(IllegalStateException.class, ctx::newWorker);
+        assertTrue(e.getMessage().contains("closed"), e.getMessage());
+        assertThrows(IllegalStateException.class, () -> client.listen(0, x -> { }));
+        assertThrows(IllegalStateException.class, () -> ep.tagSendAsync(new byte[1], 1));
+    }
+
+    @Test
+    void blockingCallInsideACallbackIsRefused() throws Exception {
+        NativeRequirement.assumeUcx();
+        try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker()) {
+            CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
+            UcxListener l = server.listen(0, accepted::complete);
+            UcxEndpoint ep = client.connect("127.0.0.1", l.port());
+            accepted.get(10, TimeUnit.SECONDS);
+            AtomicReference<Throwable> seen = new AtomicReference<>();
+            UcxFuture<TagInfo> r = server.tagRecvAsync(new byte[4], 9, -1L);
+            CompletableFuture<Void> chained = r.thenAccept(info -> {
+                try {
+                    ep.tagSend(new byte[1], 10);
+                } catch (Throwable t) {
+                    seen.set(t);
+                }
+            });
+            ep.tagSend(new byte[4], 9);
+            chained.get(10, TimeUnit.SECONDS);
+            // The receive completed on the server's progress thread; a blocking send there... is on
+            // the client worker, whose lock is not held: allowed. A blocking call on the *same* worker is not:
+            UcxFuture<TagInfo> r2 = server.tagRecvAsync(new byte[4], 11, -1L);
+            CompletableFuture<Void> chained2 = r2.thenAccept(info -> {
+                try {
+                    server.tagRecv(new byte[4], 12, -1L);
+                } catch (Throwable t) {
+                    seen.set(t);
+                }
+            });
+            ep.tagSend(new byte[4], 11);
+            chained2.get(10, TimeUnit.SECONDS);
+            assertInstanceOf(IllegalStateException.class, seen.get());
+            assertTrue(seen.get().getMessage().contains("callback"), seen.get().getMessage());
+        }
+    }
+}
