@@ -124,6 +124,11 @@ public final class UcxLibrary {
         try {
             prepareEnvironment(applied);
         } catch (Throwable t) {
+            // Libc's downcalls are the first restricted calls: without native access they fail here, wrapped
+            // in the ExceptionInInitializerError of Libc, before any dlopen.
+            if (deniedNativeAccess(t)) {
+                return new State(null, unavailable(attempts, NATIVE_ACCESS_DISABLED, t));
+            }
             return new State(null, unavailable(attempts, "cannot prepare the environment for UCX: " + t, t));
         }
         for (String[] candidate : candidates(attempts)) {
@@ -133,9 +138,7 @@ public final class UcxLibrary {
             try {
                 lookup = NativeLinker.open(location);
             } catch (IllegalCallerException e) {
-                return new State(null, unavailable(attempts, "native access is disabled for ucx4j: run java with "
-                        + "--enable-native-access=org.ucx4j.core (module path) or --enable-native-access=ALL-UNNAMED "
-                        + "(class path)", e));
+                return new State(null, unavailable(attempts, NATIVE_ACCESS_DISABLED, e));
             } catch (Throwable e) {
                 attempts.add(new Attempt(location, origin, "not loadable: " + e.getMessage()));
                 continue;
@@ -157,6 +160,19 @@ public final class UcxLibrary {
             return new State(new UcxLibrary(lookup, resolved, origin, version, attempts, applied), null);
         }
         return new State(null, unavailable(attempts, "no usable UCX library (libucp) was found", null));
+    }
+
+    private static final String NATIVE_ACCESS_DISABLED = "native access is disabled for ucx4j: run java with "
+            + "--enable-native-access=org.ucx4j.core (module path) or --enable-native-access=ALL-UNNAMED "
+            + "(class path)";
+
+    private static boolean deniedNativeAccess(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof IllegalCallerException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static void prepareEnvironment(Map<String, String> applied) {
