@@ -42,24 +42,28 @@ public final class UcxContext implements AutoCloseable {
     private static final int API_MINOR = 13;
 
     private final MemorySegment handle;
-    private final MemorySegment config;
+    private final MemorySegment ucpConfig;
     private final Set<Feature> features;
     private final Map<String, String> options;
     private final String name;
+    private final UcxConfig config;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final List<UcxWorker> workers = new ArrayList<>();
 
-    private UcxContext(MemorySegment handle, MemorySegment config, Builder b) {
+    private UcxContext(MemorySegment handle, MemorySegment ucpConfig, Builder b) {
         this.handle = handle;
-        this.config = config;
+        this.ucpConfig = ucpConfig;
         this.features = Collections.unmodifiableSet(EnumSet.copyOf(b.features));
         this.options = Collections.unmodifiableMap(new LinkedHashMap<>(b.options));
         this.name = b.name;
+        this.config = b.config;
     }
 
     /**
-     * A context with the default features (tag, stream, active messages, RMA, wake-up) and UCX's own
-     * configuration (its {@code UCX_*} environment variables apply).
+     * A context with the default features (tag, stream, active messages, RMA, wake-up) and the ucx4j
+     * configuration from its usual sources ({@link UcxConfig#load()}: system properties, {@code UCX4J__*}
+     * and Dask variables, {@code ucx4j.yaml}); with nothing configured, UCX's own defaults and its
+     * {@code UCX_*} environment variables apply.
      *
      * @return a new context, owned by the caller
      * @throws UnsatisfiedLinkError when UCX is unavailable
@@ -79,12 +83,22 @@ public final class UcxContext implements AutoCloseable {
     }
 
     /**
-     * Creates a worker with default options ({@link ProgressMode#THREAD_BLOCKING}).
+     * Creates a worker with the options the configuration gives ({@code progress-mode},
+     * {@code connect-timeout}; by default {@link ProgressMode#THREAD_BLOCKING} and 5 s).
      *
      * @return a new worker, owned by this context (closed with it) and by the caller
      */
     public UcxWorker newWorker() {
-        return newWorker(WorkerOptions.defaults());
+        return newWorker(WorkerOptions.from(config));
+    }
+
+    /**
+     * The ucx4j configuration this context was built from (transport switches, timeouts, progress mode).
+     *
+     * @return the configuration
+     */
+    public UcxConfig config() {
+        return config;
     }
 
     /**
@@ -161,7 +175,7 @@ public final class UcxContext implements AutoCloseable {
     public String describeConfig() {
         ensureOpen();
         return Libc.capture(file -> invoke(
-                () -> { Ucp.config_print.invokeExact(config, file, MemorySegment.NULL, CONFIG_PRINT_CONFIG); }));
+                () -> { Ucp.config_print.invokeExact(ucpConfig, file, MemorySegment.NULL, CONFIG_PRINT_CONFIG); }));
     }
 
     /**
@@ -234,7 +248,7 @@ public final class UcxContext implements AutoCloseable {
             }
         }
         invoke(() -> { Ucp.cleanup.invokeExact(handle); });
-        invoke(() -> { Ucp.config_release.invokeExact(config); });
+        invoke(() -> { Ucp.config_release.invokeExact(ucpConfig); });
         if (failure != null) {
             throw failure;
         }
@@ -273,8 +287,23 @@ public final class UcxContext implements AutoCloseable {
                 EnumSet.of(Feature.TAG, Feature.STREAM, Feature.AM, Feature.RMA, Feature.WAKEUP);
         private final Map<String, String> options = new LinkedHashMap<>();
         private String name = "ucx4j";
+        private UcxConfig config;
 
         private Builder() {}
+
+        /**
+         * Uses a ucx4j configuration: its UCX settings ({@code TLS}, {@code SOCKADDR_TLS_PRIORITY},
+         * {@code NET_DEVICES}, {@code environment} entries) are applied to this context before any
+         * {@link #option} set here, which win; its global options are set in the process environment
+         * before UCX loads. Without this call, {@link UcxConfig#load()} is used.
+         *
+         * @param ucxConfig the configuration
+         * @return this builder
+         */
+        public Builder config(UcxConfig ucxConfig) {
+            this.config = Objects.requireNonNull(ucxConfig, "config");
+            return this;
+        }
 
         /**
          * Replaces the requested features. {@link Feature#WAKEUP} is always added: blocking waits need it.
@@ -342,17 +371,31 @@ public final class UcxContext implements AutoCloseable {
          * @throws UcxException when an option is rejected (naming it) or UCX fails to initialise
          */
         public UcxContext build() {
-            UcxLibrary.require();
+            if (config == null) {
+                config = UcxConfig.load();
+            }
+            UcxConfig.UcxSettings settings = config.ucxSettings();
+            synchronized (UcxLibrary.class) {
+                if (!UcxLibrary.loadStarted()) {
+                    settings.globalOptions().forEach(UcxLibrary::requestGlobalOption);
+                }
+            }
+            UcxLibrary lib = UcxLibrary.require();
+            config.checkGlobalsApplicable(true, appliedGlobals(lib));
+            Map<String, String> effective = new LinkedHashMap<>(settings.contextOptions());
+            effective.putAll(options);
+            options.clear();
+            options.putAll(effective);
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment out = arena.allocate(ADDRESS);
-                int status = callInt(() -> (int) Ucp.config_read.invokeExact(MemorySegment.NULL, MemorySegment.NULL, out));
+                int status = callInt(() -> (byte) Ucp.config_read.invokeExact(MemorySegment.NULL, MemorySegment.NULL, out));
                 check(status, "ucp_config_read", null);
                 MemorySegment config = out.get(ADDRESS, 0);
                 try {
                     for (Map.Entry<String, String> e : options.entrySet()) {
                         MemorySegment k = arena.allocateFrom(e.getKey());
                         MemorySegment v = arena.allocateFrom(e.getValue());
-                        int s = callInt(() -> (int) Ucp.config_modify.invokeExact(config, k, v));
+                        int s = callInt(() -> (byte) Ucp.config_modify.invokeExact(config, k, v));
                         check(s, "ucp_config_modify", "UCX option UCX_" + e.getKey() + "='" + e.getValue() + "'");
                     }
                     MemorySegment params = arena.allocate(Structs.UCP_PARAMS);
@@ -364,7 +407,7 @@ public final class UcxContext implements AutoCloseable {
                             PARAM_FIELD_FEATURES | PARAM_FIELD_NAME);
                     params.set(JAVA_LONG, Structs.offset(Structs.UCP_PARAMS, "features"), features);
                     params.set(ADDRESS, Structs.offset(Structs.UCP_PARAMS, "name"), arena.allocateFrom(name));
-                    int s = callInt(() -> (int) Ucp.init_version.invokeExact(API_MAJOR, API_MINOR, params, config, out));
+                    int s = callInt(() -> (byte) Ucp.init_version.invokeExact(API_MAJOR, API_MINOR, params, config, out));
                     check(s, "ucp_init", "features " + this.features + ", options " + options);
                     return new UcxContext(out.get(ADDRESS, 0), config, this);
                 } catch (RuntimeException | Error e) {
@@ -373,6 +416,13 @@ public final class UcxContext implements AutoCloseable {
                 }
             }
         }
+    }
+
+    /** The global options UCX was loaded with (names without {@code UCX_}), as the config check wants them. */
+    private static Map<String, String> appliedGlobals(UcxLibrary lib) {
+        Map<String, String> out = new LinkedHashMap<>();
+        lib.environment().forEach((k, v) -> out.put(k.startsWith("UCX_") ? k.substring(4) : k, v));
+        return out;
     }
 
     interface IntCall {

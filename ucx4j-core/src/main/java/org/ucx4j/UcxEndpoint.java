@@ -311,6 +311,10 @@ public final class UcxEndpoint implements AutoCloseable {
 
     /** Starts a close, or ties {@code f} to the close already under way; lock held. */
     void startClose(CloseMode requested, UcxFuture<Void> f) {
+        if (rt.inUpcall()) {
+            rt.later(() -> startClose(requested, f));
+            return;
+        }
         if (closeFuture != null) {
             closeFuture.whenComplete((v, e) -> {
                 if (e != null) {
@@ -437,7 +441,11 @@ public final class UcxEndpoint implements AutoCloseable {
         return false;
     }
 
-    /** Called with the lock held when UCX reports this endpoint failed. */
+    /**
+     * Called with the lock held, from inside UCX's error callback, when this endpoint failed. Only the
+     * state changes here; aborting operations, the user's handler and the forced close run in the next
+     * round, outside the callback, because UCX is still tearing the endpoint down.
+     */
     void failed(int status) {
         if (state == State.CLOSED) {
             return;
@@ -450,6 +458,10 @@ public final class UcxEndpoint implements AutoCloseable {
         if (!closing) {
             state = State.FAILED;
         }
+        rt.later(() -> afterFailure(error, closing));
+    }
+
+    private void afterFailure(UcxException error, boolean closing) {
         for (Operation op : operations()) {
             rt.abort(op, error);
         }
@@ -463,8 +475,7 @@ public final class UcxEndpoint implements AutoCloseable {
             LOG.debug("endpoint to {} failed: {}", describePeer(), error.getMessage());
         }
         if (!closing) {
-            // Not from inside UCX's error callback: the next round closes it.
-            rt.later(() -> startClose(CloseMode.FORCE, new UcxFuture<>()));
+            startClose(CloseMode.FORCE, new UcxFuture<>());
         }
     }
 

@@ -85,7 +85,7 @@ public final class UcxListener implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment attr = arena.allocate(Structs.UCP_CONN_REQUEST_ATTR);
             attr.set(JAVA_LONG, 0, CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR);
-            int status = UcxContext.callInt(() -> (int) Ucp.conn_request_query.invokeExact(connRequest, attr));
+            int status = UcxContext.callInt(() -> (byte) Ucp.conn_request_query.invokeExact(connRequest, attr));
             if (status == 0) {
                 client = Sockaddrs.read(attr.asSlice(Structs.offset(Structs.UCP_CONN_REQUEST_ATTR, "client_address")));
             }
@@ -118,7 +118,7 @@ public final class UcxListener implements AutoCloseable {
     }
 
     void reject(MemorySegment connRequest) {
-        int status = UcxContext.callInt(() -> (int) Ucp.listener_reject.invokeExact(handle, connRequest));
+        int status = UcxContext.callInt(() -> (byte) Ucp.listener_reject.invokeExact(handle, connRequest));
         if (status != 0) {
             LOG.warn("ucp_listener_reject failed with status {}", status);
         }

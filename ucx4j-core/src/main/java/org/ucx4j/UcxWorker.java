@@ -284,7 +284,7 @@ public final class UcxWorker implements AutoCloseable {
             params.set(ADDRESS, Structs.offset(Structs.UCP_LISTENER_PARAMS, "conn_handler.arg"),
                     Upcalls.userData(rt.id, slot));
             MemorySegment out = arena.allocate(ADDRESS);
-            int status = UcxContext.callInt(() -> (int) Ucp.listener_create.invokeExact(rt.handle, params, out));
+            int status = UcxContext.callInt(() -> (byte) Ucp.listener_create.invokeExact(rt.handle, params, out));
             String where = bind.getAddress().getHostAddress() + ":" + bind.getPort();
             if (status != 0) {
                 String detail = status == WorkerRuntime.UCS_ERR_BUSY
@@ -296,7 +296,7 @@ public final class UcxWorker implements AutoCloseable {
             MemorySegment attr = arena.allocate(Structs.UCP_LISTENER_ATTR);
             attr.set(JAVA_LONG, 0, LISTENER_ATTR_FIELD_SOCKADDR);
             InetSocketAddress bound = bind;
-            status = UcxContext.callInt(() -> (int) Ucp.listener_query.invokeExact(handle, attr));
+            status = UcxContext.callInt(() -> (byte) Ucp.listener_query.invokeExact(handle, attr));
             if (status == 0) {
                 bound = Sockaddrs.read(attr.asSlice(Structs.offset(Structs.UCP_LISTENER_ATTR, "sockaddr")));
             }
@@ -329,7 +329,7 @@ public final class UcxWorker implements AutoCloseable {
             params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.cb"), Upcalls.EP_ERROR);
             params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.arg"), Upcalls.userData(rt.id, slot));
             MemorySegment out = arena.allocate(ADDRESS);
-            int status = UcxContext.callInt(() -> (int) Ucp.ep_create.invokeExact(rt.handle, params, out));
+            int status = UcxContext.callInt(() -> (byte) Ucp.ep_create.invokeExact(rt.handle, params, out));
             if (status != 0) {
                 throw UcxException.of(call, status, peer == null ? null : "peer " + peer);
             }

@@ -47,6 +47,17 @@ public record WorkerOptions(ProgressMode progressMode, Duration connectTimeout, 
     }
 
     /**
+     * The options a configuration gives: its {@code progress-mode} and {@code connect-timeout}, other
+     * values as in {@link #defaults()}.
+     *
+     * @param config the configuration
+     * @return the options
+     */
+    public static WorkerOptions from(UcxConfig config) {
+        return builder().progressMode(config.progressMode()).connectTimeout(config.connectTimeout()).build();
+    }
+
+    /**
      * Starts from the defaults.
      *
      * @return a builder

@@ -85,6 +85,8 @@ final class WorkerRuntime implements UpcallTarget {
     private int freeCount;
     private int opCount;
     private final PriorityQueue<Timer> timers = new PriorityQueue<>();
+    /** How deep we are inside UCX callbacks (lock holder only). */
+    private int upcallDepth;
     private long timerSeq;
 
     WorkerRuntime(UcxWorker worker, MemorySegment contextHandle, WorkerOptions options) {
@@ -104,14 +106,14 @@ final class WorkerRuntime implements UpcallTarget {
         // UCP_WORKER_PARAM_FIELD_THREAD_MODE: SERIALIZED, since whichever thread holds the lock calls UCX.
         params.set(JAVA_LONG, Structs.offset(Structs.UCP_WORKER_PARAMS, "field_mask"), 1L);
         params.set(JAVA_INT, Structs.offset(Structs.UCP_WORKER_PARAMS, "thread_mode"), 1);
-        int status = UcxContext.callInt(() -> (int) Ucp.worker_create.invokeExact(contextHandle, params, pointerOut));
+        int status = UcxContext.callInt(() -> (byte) Ucp.worker_create.invokeExact(contextHandle, params, pointerOut));
         if (status != UCS_OK) {
             arena.close();
             throw UcxException.of("ucp_worker_create", status, "worker '" + options.name() + "'");
         }
         this.handle = pointerOut.get(ADDRESS, 0);
         MemorySegment fdOut = arena.allocate(JAVA_INT);
-        status = UcxContext.callInt(() -> (int) Ucp.worker_get_efd.invokeExact(handle, fdOut));
+        status = UcxContext.callInt(() -> (byte) Ucp.worker_get_efd.invokeExact(handle, fdOut));
         if (status != UCS_OK) {
             UcxContext.invoke(() -> { Ucp.worker_destroy.invokeExact(handle); });
             arena.close();
@@ -131,6 +133,15 @@ final class WorkerRuntime implements UpcallTarget {
 
     boolean inCallbackContext() {
         return lock.isHeldByCurrentThread();
+    }
+
+    /**
+     * Whether the current thread is inside a UCX callback. UCX is then in the middle of its own work on
+     * the objects involved (for an error callback: tearing down the failed endpoint), so calls that
+     * destroy objects must wait for the next round ({@link #later}); UCX 1.13 aborts otherwise.
+     */
+    boolean inUpcall() {
+        return upcallDepth > 0 && lock.isHeldByCurrentThread();
     }
 
     /** Runs {@code task} with the lock held: inline when possible, else on the progress thread. */
@@ -183,7 +194,7 @@ final class WorkerRuntime implements UpcallTarget {
     }
 
     void signal() {
-        UcxContext.callInt(() -> (int) Ucp.worker_signal.invokeExact(handle));
+        UcxContext.callInt(() -> (byte) Ucp.worker_signal.invokeExact(handle));
     }
 
     private int drainQueue() {
@@ -269,7 +280,7 @@ final class WorkerRuntime implements UpcallTarget {
             if (round() > 0 || !queue.isEmpty()) {
                 return;
             }
-            int status = UcxContext.callInt(() -> (int) Ucp.worker_arm.invokeExact(handle));
+            int status = UcxContext.callInt(() -> (byte) Ucp.worker_arm.invokeExact(handle));
             if (status != UCS_OK) {
                 return; // BUSY: events are pending, progress again.
             }
@@ -303,7 +314,7 @@ final class WorkerRuntime implements UpcallTarget {
             boolean canSleep;
             try {
                 canSleep = round() == 0 && queue.isEmpty()
-                        && UcxContext.callInt(() -> (int) Ucp.worker_arm.invokeExact(handle)) == UCS_OK;
+                        && UcxContext.callInt(() -> (byte) Ucp.worker_arm.invokeExact(handle)) == UCS_OK;
             } finally {
                 lock.unlock();
             }
@@ -539,45 +550,70 @@ final class WorkerRuntime implements UpcallTarget {
 
     @Override
     public void onSendComplete(int opId, MemorySegment request, int status) {
-        Operation op = lookup(opId);
-        if (op != null) {
-            op.request = request;
-            finish(op, status, null);
-        } else {
-            UcxContext.invoke(() -> { Ucp.request_free.invokeExact(request); });
+        upcallDepth++;
+        try {
+            Operation op = lookup(opId);
+            if (op != null) {
+                op.request = request;
+                finish(op, status, null);
+            } else {
+                UcxContext.invoke(() -> { Ucp.request_free.invokeExact(request); });
+            }
+        } finally {
+            upcallDepth--;
         }
     }
 
     @Override
     public void onTagRecvComplete(int opId, MemorySegment request, int status, long senderTag, long length) {
-        Operation op = lookup(opId);
-        if (op != null) {
-            op.request = request;
-            finish(op, status, status == UCS_OK ? new TagInfo(senderTag, length) : null);
-        } else {
-            UcxContext.invoke(() -> { Ucp.request_free.invokeExact(request); });
+        upcallDepth++;
+        try {
+            Operation op = lookup(opId);
+            if (op != null) {
+                op.request = request;
+                finish(op, status, status == UCS_OK ? new TagInfo(senderTag, length) : null);
+            } else {
+                UcxContext.invoke(() -> { Ucp.request_free.invokeExact(request); });
+            }
+        } finally {
+            upcallDepth--;
         }
     }
 
     @Override
     public void onStreamRecvComplete(int opId, MemorySegment request, int status, long length) {
-        Operation op = lookup(opId);
-        if (op != null) {
-            op.request = request;
-            finish(op, status, status == UCS_OK ? length : null);
-        } else {
-            UcxContext.invoke(() -> { Ucp.request_free.invokeExact(request); });
+        upcallDepth++;
+        try {
+            Operation op = lookup(opId);
+            if (op != null) {
+                op.request = request;
+                finish(op, status, status == UCS_OK ? length : null);
+            } else {
+                UcxContext.invoke(() -> { Ucp.request_free.invokeExact(request); });
+            }
+        } finally {
+            upcallDepth--;
         }
     }
 
     @Override
     public void onEndpointError(int endpointId, MemorySegment ep, int status) {
-        worker.endpointFailed(endpointId, status);
+        upcallDepth++;
+        try {
+            worker.endpointFailed(endpointId, status);
+        } finally {
+            upcallDepth--;
+        }
     }
 
     @Override
     public void onConnectionRequest(int listenerId, MemorySegment connRequest) {
-        worker.connectionRequested(listenerId, connRequest);
+        upcallDepth++;
+        try {
+            worker.connectionRequested(listenerId, connRequest);
+        } finally {
+            upcallDepth--;
+        }
     }
 
     @Override

@@ -28,7 +28,7 @@ class MessagingTest {
     private static final long[] SIZES = sizes();
 
     private static long[] sizes() {
-        String only = System.getProperty("ucx4j.test.sizes");
+        String only = System.getProperty("ucx4jtest.sizes");
         if (only != null) {
             return java.util.Arrays.stream(only.split(",")).mapToLong(Long::parseLong).toArray();
         }
@@ -43,7 +43,7 @@ class MessagingTest {
     @BeforeAll
     void startPeer() throws Exception {
         NativeRequirement.assumeUcx();
-        peer = PeerProcess.start(Map.of(), java.util.List.of("-Ducx4j.test.trace=" + Boolean.getBoolean("ucx4j.test.trace")), "echo-server");
+        peer = PeerProcess.start(Map.of(), java.util.List.of("-Ducx4jtest.trace=" + Boolean.getBoolean("ucx4jtest.trace")), "echo-server");
         port = Integer.parseInt(peer.awaitLine("PORT", Duration.ofSeconds(30)));
         context = UcxContext.create();
     }
@@ -83,7 +83,7 @@ class MessagingTest {
                 MemorySegment o = out.asSlice(0, size);
                 fillRandom(o, size);
                 in.asSlice(0, size).fill((byte) 0x5A);
-                if (Boolean.getBoolean("ucx4j.test.trace")) {
+                if (Boolean.getBoolean("ucx4jtest.trace")) {
                     System.out.println("client " + id + " " + mode + " echo " + size + " seq " + seq);
                 }
                 long got = EchoProtocol.echoTag(worker, ep, o, in, EchoProtocol.tag(id, seq++));

@@ -1,6 +1,7 @@
 package org.ucx4j.internal;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -35,8 +36,12 @@ public final class Ucp {
         return NativeLinker.downcall(LIB, name, fd, Linker.Option.critical(false));
     }
 
+    /**
+     * {@code ucs_status_t} is a packed enum: one signed byte ({@code UCS_S_PACKED} in
+     * {@code ucs/type/status.h}). Declaring it {@code int} would read undefined upper register bits.
+     */
     private static FunctionDescriptor status(java.lang.foreign.MemoryLayout... args) {
-        return FunctionDescriptor.of(JAVA_INT, args);
+        return FunctionDescriptor.of(JAVA_BYTE, args);
     }
 
     private static FunctionDescriptor statusPtr(java.lang.foreign.MemoryLayout... args) {
@@ -62,7 +67,7 @@ public final class Ucp {
     public static final MethodHandle worker_query = fn("ucp_worker_query", status(ADDRESS, ADDRESS));
     public static final MethodHandle worker_release_address =
             fn("ucp_worker_release_address", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
-    public static final MethodHandle worker_progress = fn("ucp_worker_progress", status(ADDRESS));
+    public static final MethodHandle worker_progress = fn("ucp_worker_progress", FunctionDescriptor.of(JAVA_INT, ADDRESS));
     public static final MethodHandle worker_get_efd = fn("ucp_worker_get_efd", status(ADDRESS, ADDRESS));
     public static final MethodHandle worker_arm = fn("ucp_worker_arm", status(ADDRESS));
     public static final MethodHandle worker_signal = tiny("ucp_worker_signal", status(ADDRESS));
@@ -99,7 +104,7 @@ public final class Ucp {
     public static final MethodHandle request_free = tiny("ucp_request_free", FunctionDescriptor.ofVoid(ADDRESS));
 
     // Status text (libucs, reached through libucp's dependencies).
-    private static final MethodHandle status_string = tiny("ucs_status_string", FunctionDescriptor.of(ADDRESS, JAVA_INT));
+    private static final MethodHandle status_string = tiny("ucs_status_string", FunctionDescriptor.of(ADDRESS, JAVA_BYTE));
 
     /**
      * UCX's own text for a status code.
@@ -109,7 +114,7 @@ public final class Ucp {
      */
     public static String statusString(int status) {
         try {
-            return NativeLinker.cString((MemorySegment) status_string.invokeExact(status));
+            return NativeLinker.cString((MemorySegment) status_string.invokeExact((byte) status));
         } catch (Throwable t) {
             throw Libc.rethrow(t);
         }

@@ -1,7 +1,7 @@
 package org.ucx4j.internal;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.FunctionDescriptor;
@@ -26,23 +26,23 @@ public final class Upcalls {
 
     /** {@code void (*)(void *request, ucs_status_t status, void *user_data)}: sends, flushes, closes. */
     public static final MemorySegment SEND = NativeLinker.upcall(Upcalls.class, "send",
-            MethodType.methodType(void.class, MemorySegment.class, int.class, MemorySegment.class),
-            FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, ADDRESS));
+            MethodType.methodType(void.class, MemorySegment.class, byte.class, MemorySegment.class),
+            FunctionDescriptor.ofVoid(ADDRESS, JAVA_BYTE, ADDRESS));
 
     /** {@code void (*)(void *request, ucs_status_t, const ucp_tag_recv_info_t *, void *user_data)}. */
     public static final MemorySegment TAG_RECV = NativeLinker.upcall(Upcalls.class, "tagRecv",
-            MethodType.methodType(void.class, MemorySegment.class, int.class, MemorySegment.class, MemorySegment.class),
-            FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, ADDRESS, ADDRESS));
+            MethodType.methodType(void.class, MemorySegment.class, byte.class, MemorySegment.class, MemorySegment.class),
+            FunctionDescriptor.ofVoid(ADDRESS, JAVA_BYTE, ADDRESS, ADDRESS));
 
     /** {@code void (*)(void *request, ucs_status_t, size_t length, void *user_data)}: stream and AM data. */
     public static final MemorySegment STREAM_RECV = NativeLinker.upcall(Upcalls.class, "streamRecv",
-            MethodType.methodType(void.class, MemorySegment.class, int.class, long.class, MemorySegment.class),
-            FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS));
+            MethodType.methodType(void.class, MemorySegment.class, byte.class, long.class, MemorySegment.class),
+            FunctionDescriptor.ofVoid(ADDRESS, JAVA_BYTE, JAVA_LONG, ADDRESS));
 
     /** {@code void (*)(void *arg, ucp_ep_h ep, ucs_status_t status)}. */
     public static final MemorySegment EP_ERROR = NativeLinker.upcall(Upcalls.class, "endpointError",
-            MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class, int.class),
-            FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_INT));
+            MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class, byte.class),
+            FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_BYTE));
 
     /** {@code void (*)(ucp_conn_request_h conn_request, void *arg)}. */
     public static final MemorySegment CONN_REQUEST = NativeLinker.upcall(Upcalls.class, "connectionRequest",
@@ -93,7 +93,7 @@ public final class Upcalls {
         LOG.warn("UCX callback {} for an unknown worker (user data 0x{}); ignored", what, Long.toHexString(word));
     }
 
-    static void send(MemorySegment request, int status, MemorySegment userData) {
+    static void send(MemorySegment request, byte status, MemorySegment userData) {
         long word = userData.address();
         UpcallTarget t = target(word);
         if (t == null) {
@@ -107,7 +107,7 @@ public final class Upcalls {
         }
     }
 
-    static void tagRecv(MemorySegment request, int status, MemorySegment info, MemorySegment userData) {
+    static void tagRecv(MemorySegment request, byte status, MemorySegment info, MemorySegment userData) {
         long word = userData.address();
         UpcallTarget t = target(word);
         if (t == null) {
@@ -128,7 +128,7 @@ public final class Upcalls {
         }
     }
 
-    static void streamRecv(MemorySegment request, int status, long length, MemorySegment userData) {
+    static void streamRecv(MemorySegment request, byte status, long length, MemorySegment userData) {
         long word = userData.address();
         UpcallTarget t = target(word);
         if (t == null) {
@@ -142,7 +142,7 @@ public final class Upcalls {
         }
     }
 
-    static void endpointError(MemorySegment arg, MemorySegment ep, int status) {
+    static void endpointError(MemorySegment arg, MemorySegment ep, byte status) {
         long word = arg.address();
         UpcallTarget t = target(word);
         if (t == null) {

@@ -26,15 +26,15 @@ import org.ucx4j.WorkerOptions;
  *   <li>{@code clients N port delayMs}: after the delay, N client workers connect at once, each does
  *       ten tag echoes; prints {@code CLIENT i OK} each and {@code DONE ok/N}.</li>
  * </ul>
- * The progress mode comes from {@code -Ducx4j.test.progress}.
+ * The progress mode comes from {@code -Ducx4jtest.progress}.
  */
 public final class PeerMain {
-    private static final boolean TRACE = Boolean.getBoolean("ucx4j.test.trace");
+    private static final boolean TRACE = Boolean.getBoolean("ucx4jtest.trace");
 
     private PeerMain() {}
 
     public static void main(String[] args) throws Exception {
-        ProgressMode mode = ProgressMode.parse(System.getProperty("ucx4j.test.progress", "thread-blocking"));
+        ProgressMode mode = ProgressMode.parse(System.getProperty("ucx4jtest.progress", "thread-blocking"));
         WorkerOptions options = WorkerOptions.builder().progressMode(mode).build();
         switch (args[0]) {
             case "echo-server" -> echoServer(options, false);
