@@ -62,11 +62,19 @@ final class PingPongClient {
                     seconds = bandwidth(ep, run, arena, bar);
                 }
             }
-            PingPongProtocol.writeControl(control, null);
-            ep.tagSend(control, PingPongProtocol.CONTROL);
+            sayBye(ep, control, arena);
             ep.close();
             return new PingPongResult(run, progress, seconds, latency, Ucx.version(), transports);
         }
+    }
+
+    /** Tells the server the session is over and waits for its answer, so that closing loses nothing. */
+    private static void sayBye(UcxEndpoint ep, MemorySegment control, Arena arena) {
+        MemorySegment ack = arena.allocate(1);
+        UcxFuture<TagInfo> answered = ep.tagRecvAsync(ack, PingPongProtocol.ACK, PingPongProtocol.ALL_BITS);
+        PingPongProtocol.writeControl(control, null);
+        ep.tagSend(control, PingPongProtocol.CONTROL);
+        ep.worker().await(answered, java.time.Duration.ofSeconds(30));
     }
 
     /** Round trips; the receive is posted before the send so the pong never waits as unexpected. */

@@ -15,7 +15,8 @@ import java.nio.ByteOrder;
  *
  * <p>Latency: the client sends {@link #PING}, the server echoes the same bytes with {@link #PONG}.
  * Bandwidth: the client sends {@link #DATA} messages (warm-up, then measured), and after each phase the
- * server answers one {@link #ACK} byte: 1 when the verified messages were intact, 0 when not.
+ * server answers one {@link #ACK} byte: 1 when the verified messages were intact, 0 when not. The server
+ * answers a bye with an {@link #ACK} byte too, and the client closes only after it.
  */
 final class PingPongProtocol {
     private PingPongProtocol() {}

@@ -52,7 +52,7 @@ final class PingPongServer {
             })) {
                 out.println("PORT " + listener.port());
                 out.flush();
-                ep = accepted.join();
+                ep = worker.await(accepted); // drives progress in caller mode
             }
             try (Arena arena = Arena.ofShared()) {
                 MemorySegment control = arena.allocate(PingPongProtocol.CONTROL_SIZE, 8);
@@ -60,6 +60,11 @@ final class PingPongServer {
                     TagInfo info = ep.tagRecv(control, PingPongProtocol.CONTROL, PingPongProtocol.ALL_BITS);
                     PingPongSettings run = PingPongProtocol.readControl(control, ReceivedLength.of(info, control.byteSize()));
                     if (run == null) {
+                        // Answer the bye, so the client closes only after this side has read everything:
+                        // a peer's close fails the endpoint, and receives posted after that are refused.
+                        MemorySegment ack = arena.allocate(1);
+                        ack.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 0, (byte) 1);
+                        ep.tagSend(ack, PingPongProtocol.ACK);
                         break;
                     }
                     if (run.mode() == PingPongMode.LATENCY) {
