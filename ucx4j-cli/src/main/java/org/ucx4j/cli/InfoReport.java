@@ -72,7 +72,7 @@ record InfoReport(Map<String, Object> tree, UcxConfig config, List<ConfigEntry> 
             ucx.put("library", null);
             ucx.put("origin", null);
         }
-        ucx.put("attempts", Ucx.loadAttempts());
+        ucx.put("attempts", available ? Ucx.loadAttempts() : failedAttempts(Ucx.loadAttempts()));
         ucx.put("environment", new LinkedHashMap<>(Ucx.presetEnvironment()));
         if (!available) {
             Throwable cause = Ucx.unavailabilityCause();
@@ -100,6 +100,14 @@ record InfoReport(Map<String, Object> tree, UcxConfig config, List<ConfigEntry> 
             tree.put("config", error);
         }
         return new InfoReport(tree, config, config == null ? List.of() : config.entries(), List.copyOf(problems));
+    }
+
+    /**
+     * When UCX did not load, {@link Ucx#loadAttempts()} gives the whole error message line by line; the
+     * attempts are its {@code - candidate (origin): outcome} lines.
+     */
+    private static List<String> failedAttempts(List<String> lines) {
+        return lines.stream().map(String::trim).filter(l -> l.startsWith("- ")).map(l -> l.substring(2)).toList();
     }
 
     private static Map<String, Object> javaSection() {
