@@ -1,0 +1,32 @@
+package org.ucx4j.cli;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The three native buffers of a bandwidth run: the first and last messages each have their own, with a
+ * known pattern, so they can be verified; every other message shares one bulk buffer (as ucx_perftest
+ * reuses one buffer), since its content is not checked.
+ *
+ * @param first the first message's buffer
+ * @param last the last message's buffer
+ * @param bulk every other message's buffer
+ */
+record Buffers(MemorySegment first, MemorySegment last, MemorySegment bulk) {
+    static final long FIRST_SEED = 1;
+    static final long LAST_SEED = 2;
+
+    /** Page-aligned native buffers of {@code size} bytes from {@code arena} (which owns them). */
+    static Buffers allocate(Arena arena, long size) {
+        return new Buffers(arena.allocate(size, 4096), arena.allocate(size, 4096), arena.allocate(size, 4096));
+    }
+
+    /** The buffer of a slot. */
+    MemorySegment of(PingPongProtocol.Slot slot) {
+        return switch (slot) {
+            case FIRST -> first;
+            case LAST -> last;
+            case BULK -> bulk;
+        };
+    }
+}

@@ -1,0 +1,74 @@
+package org.ucx4j.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * The {@code ucx4j} command line: dispatches to the subcommands.
+ *
+ * <p>Exit codes: 0 success, 1 failure, 2 UCX unavailable (from {@code info}), 64 usage error.
+ */
+@Command(name = "ucx4j",
+        mixinStandardHelpOptions = true,
+        versionProvider = VersionProvider.class,
+        description = "UCX for the JVM: diagnostics and benchmarks.",
+        subcommands = {InfoCommand.class, PingPongCommand.class, CommandLine.HelpCommand.class})
+public final class Main implements Runnable {
+    /** Exit code when the UCX library cannot be loaded. */
+    static final int EXIT_UCX_UNAVAILABLE = 2;
+    /** Exit code for a wrong command line. */
+    static final int EXIT_USAGE = 64;
+
+    @CommandLine.Spec
+    private CommandLine.Model.CommandSpec spec;
+
+    /**
+     * Runs the command line and exits with its code.
+     *
+     * @param args the arguments
+     */
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    /**
+     * Runs the command line without exiting (for tests).
+     *
+     * @param args the arguments
+     * @return the exit code
+     */
+    static int run(String... args) {
+        CommandLine cl = new CommandLine(new Main())
+                .setCaseInsensitiveEnumValuesAllowed(true)
+                .setExecutionExceptionHandler(Main::failed);
+        usageExitCode(cl);
+        return cl.execute(args);
+    }
+
+    /** Usage errors exit with 64 (EX_USAGE), so that 2 stays "UCX unavailable". */
+    private static void usageExitCode(CommandLine cl) {
+        cl.getCommandSpec().exitCodeOnInvalidInput(EXIT_USAGE);
+        cl.getSubcommands().values().forEach(Main::usageExitCode);
+    }
+
+    /** A failure prints its message, and the stack trace only with {@code -Ducx4j.cli.trace=true}. */
+    private static int failed(Exception e, CommandLine cl, CommandLine.ParseResult parsed) {
+        if (Boolean.getBoolean("ucx4j.cli.trace")) {
+            e.printStackTrace();
+        } else {
+            StringBuilder msg = new StringBuilder("ucx4j " + cl.getCommandName() + ": " + e);
+            for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+                msg.append("\n  caused by: ").append(c);
+            }
+            System.err.println(msg);
+            System.err.println("(run with -Ducx4j.cli.trace=true, or UCX4J_JAVA_OPTS=-Ducx4j.cli.trace=true for bin/ucx4j, for the stack trace)");
+        }
+        return e.getCause() instanceof UnsatisfiedLinkError ? EXIT_UCX_UNAVAILABLE : 1;
+    }
+
+    @Override
+    public void run() {
+        spec.commandLine().usage(System.err);
+        throw new CommandLine.ParameterException(spec.commandLine(), "a subcommand is required");
+    }
+}

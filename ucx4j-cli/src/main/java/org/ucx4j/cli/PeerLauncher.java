@@ -1,0 +1,150 @@
+package org.ucx4j.cli;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Starts the ping-pong server as a child JVM: the same {@code java}, the same module path (or class
+ * path), native access for the core module, and this JVM's {@code ucx4j.*} system properties; the
+ * environment ({@code UCX_*} included) is inherited. Waits for its {@code PORT <n>} line; its other
+ * output goes to stderr with a prefix.
+ *
+ * <p>Ownership: the caller closes it, which waits for the child to exit (and kills it if it does not).
+ */
+final class PeerLauncher implements AutoCloseable {
+    static final String MAIN_MODULE = "org.ucx4j.cli";
+    private static final String CORE_MODULE = "org.ucx4j.core";
+
+    private final Process process;
+    private final CompletableFuture<Integer> port = new CompletableFuture<>();
+
+    private PeerLauncher(Process process) {
+        this.process = process;
+        Thread.ofPlatform().daemon(true).name("ucx4j-peer-" + process.pid() + "-out").start(this::pump);
+        process.onExit().thenRun(() -> port.completeExceptionally(new IllegalStateException(
+                "the pingpong server (pid " + process.pid() + ") exited with code " + process.exitValue()
+                        + " before printing its port")));
+    }
+
+    /**
+     * Starts the child.
+     *
+     * @param serverArgs arguments after {@code pingpong} (e.g. {@code --server --port 0 ...})
+     * @return the running child
+     */
+    static PeerLauncher start(List<String> serverArgs) {
+        List<String> cmd = command(serverArgs);
+        try {
+            return new PeerLauncher(new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start());
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot start the pingpong server JVM: " + String.join(" ", cmd), e);
+        }
+    }
+
+    /** The child's command line, recomputed from this JVM. */
+    static List<String> command(List<String> serverArgs) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java"));
+        String modulePath = System.getProperty("jdk.module.path");
+        boolean onModulePath = modulePath != null && !modulePath.isEmpty()
+                && PeerLauncher.class.getModule().isNamed();
+        cmd.add("--enable-native-access=" + (onModulePath ? CORE_MODULE : "ALL-UNNAMED"));
+        for (Map.Entry<Object, Object> e : System.getProperties().entrySet()) {
+            String key = String.valueOf(e.getKey());
+            if (key.startsWith("ucx4j.") || key.startsWith("org.slf4j.simpleLogger.")) {
+                cmd.add("-D" + key + "=" + e.getValue());
+            }
+        }
+        if (onModulePath) {
+            cmd.add("-p");
+            cmd.add(modulePath);
+            cmd.add("-m");
+            cmd.add(MAIN_MODULE + "/" + Main.class.getName());
+        } else {
+            cmd.add("-cp");
+            cmd.add(System.getProperty("java.class.path"));
+            cmd.add(Main.class.getName());
+        }
+        cmd.add("pingpong");
+        cmd.addAll(serverArgs);
+        return cmd;
+    }
+
+    private void pump() {
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            String line;
+            while ((line = r.readLine()) != null) {
+                if (!port.isDone() && line.startsWith("PORT ")) {
+                    port.complete(Integer.parseInt(line.substring(5).trim()));
+                } else {
+                    System.err.println("[server " + process.pid() + "] " + line);
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            port.completeExceptionally(e);
+        }
+    }
+
+    /**
+     * Waits for the child's port.
+     *
+     * @param timeout how long to wait
+     * @return the port it listens on
+     */
+    int awaitPort(Duration timeout) {
+        try {
+            return port.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            throw new IllegalStateException("the pingpong server did not print its port within " + timeout.toSeconds() + " s");
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while starting the pingpong server", e);
+        }
+    }
+
+    /**
+     * Waits for the child to exit.
+     *
+     * @param timeout how long to wait before killing it
+     * @return its exit code, or -1 when it had to be killed
+     */
+    int awaitExit(Duration timeout) {
+        try {
+            if (process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                return process.exitValue();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        process.destroyForcibly();
+        return -1;
+    }
+
+    /** Kills the child if it is still running. Idempotent. */
+    @Override
+    public void close() {
+        if (process.isAlive()) {
+            process.destroy();
+            try {
+                if (!process.waitFor(3, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                process.destroyForcibly();
+            }
+        }
+    }
+}
