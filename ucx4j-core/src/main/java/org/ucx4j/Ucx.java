@@ -19,6 +19,22 @@ public final class Ucx {
     private Ucx() {}
 
     /**
+     * Prepares UCX's process-wide options from a configuration, then loads UCX. The configuration's
+     * global options (those libucs reads when it loads, such as {@code LOG_LEVEL}) can only take effect
+     * before the first load: call this first thing when a configuration sets any. Contexts built with
+     * {@link UcxContext.Builder#config} do the same on their own.
+     *
+     * @param config the configuration whose global options to apply
+     * @return whether UCX is available
+     * @throws IllegalStateException when UCX is already loaded and the configuration asks for a global
+     *     option it was not loaded with (the message names the option and how to set it instead)
+     */
+    public static boolean configure(UcxConfig config) {
+        UcxContext.prepareGlobals(config);
+        return isAvailable();
+    }
+
+    /**
      * Whether UCX loaded.
      *
      * @return true when a supported {@code libucp} was found and loaded

@@ -375,13 +375,8 @@ public final class UcxContext implements AutoCloseable {
                 config = UcxConfig.load();
             }
             UcxConfig.UcxSettings settings = config.ucxSettings();
-            synchronized (UcxLibrary.class) {
-                if (!UcxLibrary.loadStarted()) {
-                    settings.globalOptions().forEach(UcxLibrary::requestGlobalOption);
-                }
-            }
-            UcxLibrary lib = UcxLibrary.require();
-            config.checkGlobalsApplicable(true, appliedGlobals(lib));
+            prepareGlobals(config);
+            UcxLibrary.require();
             Map<String, String> effective = new LinkedHashMap<>(settings.contextOptions());
             effective.putAll(options);
             options.clear();
@@ -415,6 +410,22 @@ public final class UcxContext implements AutoCloseable {
                     throw e;
                 }
             }
+        }
+    }
+
+    /**
+     * Requests a configuration's global options before UCX loads (once loaded, they are fixed), then
+     * checks that the loaded UCX has them.
+     */
+    static void prepareGlobals(UcxConfig config) {
+        synchronized (UcxLibrary.class) {
+            if (!UcxLibrary.loadStarted()) {
+                config.ucxSettings().globalOptions().forEach(UcxLibrary::requestGlobalOption);
+            }
+        }
+        UcxLibrary lib = UcxLibrary.state().library();
+        if (lib != null) {
+            config.checkGlobalsApplicable(true, appliedGlobals(lib));
         }
     }
 

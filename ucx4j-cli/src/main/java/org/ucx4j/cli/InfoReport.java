@@ -61,7 +61,13 @@ record InfoReport(Map<String, Object> tree, UcxConfig config, List<ConfigEntry> 
         tree.put("resources", List.of());
         tree.put("ucx_config", Map.of());
 
-        boolean available = Ucx.isAvailable();
+        boolean available;
+        try {
+            available = config == null ? Ucx.isAvailable() : Ucx.configure(config);
+        } catch (IllegalStateException e) {
+            problems.add(e.getMessage());
+            available = Ucx.isAvailable();
+        }
         ucx.put("available", available);
         if (available) {
             ucx.put("version", Ucx.version());
@@ -81,7 +87,11 @@ record InfoReport(Map<String, Object> tree, UcxConfig config, List<ConfigEntry> 
             problems.add(message);
         } else {
             Map<String, String> contextOptions = config == null ? Map.of() : config.ucxSettings().contextOptions();
-            try (UcxContext context = UcxContext.builder().name("ucx4j-info").options(contextOptions).build()) {
+            UcxContext.Builder builder = UcxContext.builder().name("ucx4j-info");
+            if (config != null) {
+                builder.config(config);
+            }
+            try (UcxContext context = builder.build()) {
                 tree.put("transports", context.transports());
                 tree.put("resources", context.resources());
                 tree.put("ucx_config", UcxConfigText.parse(context.describeConfig()));

@@ -80,7 +80,7 @@ final class InfoText {
         out.println("  maps to UCX context options: " + describe(settings.contextOptions()));
         out.println("  maps to UCX global options:  " + describe(settings.globalOptions())
                 + (settings.globalOptions().isEmpty() ? ""
-                        : "   (read when UCX loads: export them as UCX_<NAME> for this command)"));
+                        : "   (set in the environment before UCX loads; UCX_* variables set outside win)"));
     }
 
     private static String describe(Map<String, String> options) {

@@ -99,7 +99,7 @@ final class PingPongClient {
             if (i >= run.warmup()) {
                 samples[(int) (i - run.warmup())] = t1 - t0;
             }
-            long length = ReceivedLength.of(info, run.size());
+            long length = info.length();
             if (length != run.size()) {
                 throw new IllegalStateException("pong " + i + " has " + length + " bytes, expected " + run.size());
             }

@@ -58,7 +58,7 @@ final class PingPongServer {
                 MemorySegment control = arena.allocate(PingPongProtocol.CONTROL_SIZE, 8);
                 while (true) {
                     TagInfo info = ep.tagRecv(control, PingPongProtocol.CONTROL, PingPongProtocol.ALL_BITS);
-                    PingPongSettings run = PingPongProtocol.readControl(control, ReceivedLength.of(info, control.byteSize()));
+                    PingPongSettings run = PingPongProtocol.readControl(control, info.length());
                     if (run == null) {
                         // Answer the bye, so the client closes only after this side has read everything:
                         // a peer's close fails the endpoint, and receives posted after that are refused.
@@ -84,7 +84,7 @@ final class PingPongServer {
             MemorySegment buf = arena.allocate(run.size(), 64);
             for (long i = 0; i < run.total(); i++) {
                 TagInfo info = ep.tagRecv(buf, PingPongProtocol.PING, PingPongProtocol.ALL_BITS);
-                long length = ReceivedLength.of(info, run.size());
+                long length = info.length();
                 if (length != run.size()) {
                     throw new IllegalStateException("ping " + i + " has " + length + " bytes, expected " + run.size());
                 }
@@ -133,7 +133,7 @@ final class PingPongServer {
     }
 
     private static void check(TagInfo info, PingPongSettings run) {
-        long length = ReceivedLength.of(info, run.size());
+        long length = info.length();
         if (length != run.size()) {
             throw new IllegalStateException("data message has " + length + " bytes, expected " + run.size());
         }

@@ -22,11 +22,12 @@ import org.ucx4j.WorkerOptions;
 record UcxSession(UcxContext context, UcxWorker worker) implements AutoCloseable {
 
     static UcxSession open(String name, ProgressMode mode, UcxConfig config) {
+        Ucx.configure(config);
         Ucx.ensureAvailable();
         UcxContext context = UcxContext.builder()
                 .name(name)
                 .features(Feature.TAG)
-                .options(config.ucxSettings().contextOptions())
+                .config(config)
                 .build();
         try {
             Duration connectTimeout = config.connectTimeout();
