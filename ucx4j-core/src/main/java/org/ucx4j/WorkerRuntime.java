@@ -59,7 +59,12 @@ final class WorkerRuntime implements UpcallTarget {
     static final long P_RECV_INFO = Structs.offset(Structs.UCP_REQUEST_PARAM, "recv_info");
 
     private static final int MAX_PROGRESS_PER_ROUND = 64;
-    private static final int TIMER_POLL_CAP_MS = 1000;
+    /**
+     * The longest a sleeping progress thread waits without an event. UCX should wake it for every
+     * event, but a forced round every so often (UCXX does one a second) turns any missed wake-up into
+     * a short stall instead of a hang; twenty wake-ups a second cost an idle worker next to nothing.
+     */
+    private static final int MAX_SLEEP_MS = 50;
 
     final UcxWorker worker;
     final int id;
@@ -300,13 +305,17 @@ final class WorkerRuntime implements UpcallTarget {
 
     /** Blocking wait used by caller-driven workers: progress until done, sleeping on the fd when idle. */
     private void progressUntil(CompletableFuture<?> f, long deadlineNanos) {
-        int idle = 0;
+        long idleSince = 0;
         while (!f.isDone() && System.nanoTime() < deadlineNanos && !Thread.currentThread().isInterrupted()) {
             if (progressOnce() > 0) {
-                idle = 0;
+                idleSince = 0;
                 continue;
             }
-            if (++idle < 100) {
+            long now = System.nanoTime();
+            if (idleSince == 0) {
+                idleSince = now;
+            }
+            if (now - idleSince < spinNanos) {
                 Thread.onSpinWait();
                 continue;
             }
@@ -323,7 +332,33 @@ final class WorkerRuntime implements UpcallTarget {
                     Libc.pollIn(a.allocate(8, 8), eventFd, 1);
                 }
             }
-            idle = 0;
+            idleSince = 0;
+        }
+    }
+
+    /**
+     * A waiting thread of a threaded worker helps: for up to the spin time it progresses the worker
+     * itself whenever the lock is free, so a reply that arrives quickly completes on the waiting thread
+     * without two thread hand-offs. Then it wakes the progress thread (it may have slept through work
+     * this thread started) and leaves the rest to it.
+     */
+    private void assist(CompletableFuture<?> f) {
+        long until = System.nanoTime() + spinNanos;
+        boolean progressed = false;
+        while (!f.isDone() && System.nanoTime() < until) {
+            if (lock.tryLock()) {
+                try {
+                    round();
+                    progressed = true;
+                } finally {
+                    lock.unlock();
+                }
+            } else {
+                Thread.onSpinWait();
+            }
+        }
+        if (progressed) {
+            wakeIfArmed();
         }
     }
 
@@ -360,6 +395,8 @@ final class WorkerRuntime implements UpcallTarget {
         }
         if (mode == ProgressMode.CALLER) {
             progressUntil(f, deadline);
+        } else if (!f.isDone() && running) {
+            assist(f);
         }
         try {
             if (timeoutNanos == Long.MAX_VALUE) {
@@ -678,10 +715,10 @@ final class WorkerRuntime implements UpcallTarget {
     private int nextTimerMillis() {
         Timer t = timers.peek();
         if (t == null) {
-            return -1;
+            return MAX_SLEEP_MS;
         }
         long ms = TimeUnit.NANOSECONDS.toMillis(t.deadline - System.nanoTime()) + 1;
-        return (int) Math.max(0, Math.min(ms, TIMER_POLL_CAP_MS));
+        return (int) Math.max(0, Math.min(ms, MAX_SLEEP_MS));
     }
 
     // ---------------------------------------------------------------- shutdown
