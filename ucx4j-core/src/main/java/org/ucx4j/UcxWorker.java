@@ -482,6 +482,24 @@ public final class UcxWorker implements AutoCloseable {
         rt.call(() -> flushAsync(), "flush");
     }
 
+    // ------------------------------------------------------------------ RMA fence
+
+    /**
+     * Orders RMA ({@code ucp_worker_fence}): puts and gets issued on this worker after the fence are
+     * performed at their targets after those issued before it. It does not wait for anything; use
+     * {@link #flush()} or {@link UcxEndpoint#flush()} to know that operations have completed remotely.
+     *
+     * <p>Threading: safe from any thread; returns at once (runs with the progress lock).
+     *
+     * @throws UcxException when UCX reports a failure
+     * @throws IllegalStateException when the worker is closed
+     */
+    public void fence() {
+        ensureOpen();
+        int status = call("fence", () -> UcxContext.callInt(() -> (byte) Ucp.worker_fence.invokeExact(rt.handle)));
+        UcxContext.check(status, "ucp_worker_fence", "worker " + name);
+    }
+
     // ------------------------------------------------------------------ info
 
     /**
