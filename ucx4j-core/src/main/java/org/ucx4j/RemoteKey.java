@@ -13,11 +13,12 @@ import org.ucx4j.internal.Ucp;
  * <p>Made by {@link UcxEndpoint#unpackRemoteKey(byte[])} from the bytes of
  * {@link MemoryRegion#packRemoteKey()}. Those bytes are ucx4j's versioned frame around UCX's packed key,
  * integers little-endian: magic {@code "UCXRK"} (5 bytes), version {@code 1} (1 byte), the region's base
- * address (u64), its length (u64), the packed key's length (u32), then the packed key, which must fill
- * the rest exactly. Frames that are truncated or inconsistent are rejected with
- * {@link IllegalArgumentException} before UCX sees them; a packed key that UCX itself rejects gives a
- * {@link UcxException}. UCX's packed key has no checksum: ship the bytes over a channel that keeps them
- * intact (a key corrupted in a way UCX accepts would address the wrong memory).
+ * address (u64), its length (u64), the packed key's length n (u32), a CRC-32C of the 26 bytes before it
+ * and the packed key (u32), then the packed key, which must fill the rest exactly (n bytes). Frames that
+ * are truncated, inconsistent or damaged (checksum mismatch) are rejected with
+ * {@link IllegalArgumentException} before UCX sees them: UCX 1.13 can crash on a damaged packed key.
+ * A packed key that passes these checks and that UCX still rejects gives a {@link UcxException}. The
+ * checksum guards against accident, not attack: UCX has no authentication.
  *
  * <p>Ownership: owned by its endpoint, usable only on it, and destroyed when the endpoint closes (before
  * UCX closes the endpoint). {@link #close()} is idempotent and may come earlier; the native key is then
