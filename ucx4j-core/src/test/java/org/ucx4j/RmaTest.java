@@ -328,6 +328,52 @@ class RmaTest {
         }
     }
 
+    // ------------------------------------------------------------------ 1 GiB
+
+    @Test
+    @Timeout(value = 600, unit = TimeUnit.SECONDS)
+    void oneGibibyteGetAndPutAgainstMemoryUcxAllocatedInThePeer() throws Exception {
+        long size = 1L << 30;
+        long chunk = 64L << 20;
+        try (PeerProcess big = PeerProcess.start(Map.of(), List.of("-Xmx96m"), "rma-server", Long.toString(size),
+                     "allocate");
+             UcxContext c = UcxContext.create();
+             UcxWorker w = c.newWorker();
+             Arena arena = Arena.ofShared()) {
+            assertEquals(size + " allocated", big.awaitLine("REGION", Duration.ofSeconds(120)));
+            int p = Integer.parseInt(big.awaitLine("PORT", Duration.ofSeconds(60)));
+            UcxEndpoint e = w.connect("127.0.0.1", p);
+            EchoProtocol.hello(e, 4);
+            RemoteKey k = e.unpackRemoteKey(RmaProtocol.receiveKey(e));
+            assertEquals(size, k.size());
+            MemorySegment local = arena.allocate(size, 4096);
+
+            long t0 = System.nanoTime();
+            e.get(local, k, 0);
+            long getMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertEquals(-1, RmaProtocol.mismatch(local, RmaProtocol.INITIAL_SEED, 0), "1 GiB get");
+
+            RmaProtocol.fill(local, 5, 0);
+            t0 = System.nanoTime();
+            List<UcxFuture<Void>> puts = new ArrayList<>();
+            for (long off = 0; off < size; off += chunk) {
+                puts.add(e.putAsync(local.asSlice(off, chunk), k, off));
+            }
+            for (UcxFuture<Void> f : puts) {
+                w.await(f);
+            }
+            e.flush();
+            long putMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertEquals(-1, RmaProtocol.command(e, RmaProtocol.VERIFY, 5, 0, size), "peer's view of the 1 GiB put");
+
+            local.fill((byte) 0);
+            e.get(local, k, 0);
+            assertEquals(-1, RmaProtocol.mismatch(local, 5, 0), "get after the 1 GiB put");
+            System.out.println("1 GiB: get " + getMs + " ms, put in " + puts.size() + " chunks " + putMs + " ms");
+            e.close();
+        }
+    }
+
     // ------------------------------------------------------------------ peer death
 
     @Test
