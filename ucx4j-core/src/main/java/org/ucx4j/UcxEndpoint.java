@@ -578,7 +578,8 @@ public final class UcxEndpoint implements AutoCloseable {
      * @param local the bytes to write (see the class comment about memory: heap memory is copied)
      * @param key a key unpacked on this endpoint
      * @param remoteOffset where in the region to write, from its start
-     * @return completes when {@code local} may be reused; fails if the endpoint fails or closes first
+     * @return completes when {@code local} may be reused; fails if the endpoint fails or closes first, and
+     *     at once with the endpoint's failure when it has already failed
      * @throws IndexOutOfBoundsException when the access does not fit the remote region (nothing is sent)
      * @throws IllegalArgumentException when {@code key} belongs to another endpoint
      * @throws IllegalStateException when the endpoint or the key is closed
@@ -600,7 +601,8 @@ public final class UcxEndpoint implements AutoCloseable {
      * @param local where to read into; writable
      * @param key a key unpacked on this endpoint
      * @param remoteOffset where in the region to read, from its start
-     * @return completes when the data has arrived; fails if the endpoint fails or closes first
+     * @return completes when the data has arrived; fails if the endpoint fails or closes first, and at
+     *     once with the endpoint's failure when it has already failed
      * @throws IndexOutOfBoundsException when the access does not fit the remote region (nothing is sent)
      * @throws IllegalArgumentException when {@code key} belongs to another endpoint or {@code local} is
      *     read-only
@@ -624,9 +626,15 @@ public final class UcxEndpoint implements AutoCloseable {
         }
         long len = local.byteSize();
         key.checkAccess(remoteOffset, len);
+        UcxFuture<Void> f = new UcxFuture<>();
+        UcxException failed = failure;
+        if (failed != null) {
+            // The peer is gone (the endpoint may have closed itself since): say so, not just "closed".
+            f.completeExceptionally(failed);
+            return f;
+        }
         ensureOpen();
         key.ensureOpen();
-        UcxFuture<Void> f = new UcxFuture<>();
         if (len == 0) {
             f.complete(null);
             return f;
@@ -636,6 +644,10 @@ public final class UcxEndpoint implements AutoCloseable {
         MemorySegment buffer = put ? Buffers.forSend(op, local) : Buffers.forReceive(op, local);
         long remote = key.address(remoteOffset);
         rt.submit(op, () -> {
+            if (failure != null) {
+                rt.failUnsubmitted(op, failure);
+                return;
+            }
             if (!usable(op)) {
                 return;
             }
