@@ -20,7 +20,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
-import java.util.function.ToLongFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.ucx4j.internal.Libc;
@@ -46,6 +45,7 @@ public final class UcxWorker implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(UcxWorker.class);
     private static final AtomicInteger SEQ = new AtomicInteger();
 
+    static final long EP_PARAM_FIELD_REMOTE_ADDRESS = 1L;
     static final long EP_PARAM_FIELD_ERR_HANDLING_MODE = 1L << 1;
     static final long EP_PARAM_FIELD_ERR_HANDLER = 1L << 2;
     static final long EP_PARAM_FIELD_SOCK_ADDR = 1L << 4;
@@ -56,6 +56,7 @@ public final class UcxWorker implements AutoCloseable {
     private static final long LISTENER_PARAM_FIELD_SOCK_ADDR = 1;
     private static final long LISTENER_PARAM_FIELD_CONN_HANDLER = 1L << 2;
     private static final long LISTENER_ATTR_FIELD_SOCKADDR = 1;
+    private static final long WORKER_ATTR_FIELD_ADDRESS = 1L << 1;
 
     private final UcxContext context;
     private final WorkerOptions options;
@@ -196,23 +197,64 @@ public final class UcxWorker implements AutoCloseable {
         if (address.isUnresolved()) {
             throw new UcxUnreachableException("connect", -6, "cannot resolve host '" + address.getHostString() + "'");
         }
-        UcxFuture<UcxEndpoint> result = new UcxFuture<>();
         String target = address.getAddress().getHostAddress() + ":" + address.getPort();
+        return connect(target, address, errorHandler, (params, arena) -> {
+            int len = Sockaddrs.write(address, rt.sockaddr);
+            params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "flags"), EP_PARAMS_FLAGS_CLIENT_SERVER);
+            params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "sockaddr.addr"), rt.sockaddr);
+            params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "sockaddr.addrlen"), len);
+            return EP_PARAM_FIELD_FLAGS | EP_PARAM_FIELD_SOCK_ADDR;
+        });
+    }
+
+    /**
+     * Connects to another worker by its address, without a listener or an IP address (UCX picks the
+     * transports both workers share). Waits up to the connect timeout.
+     *
+     * @param address the peer worker's address ({@link #address()} on the peer)
+     * @return the connected endpoint, owned by this worker and the caller
+     * @throws UcxUnreachableException when the peer cannot be reached
+     * @throws UcxTimeoutException when the connection is not established within the connect timeout
+     */
+    public UcxEndpoint connect(WorkerAddress address) {
+        return rt.call(() -> connectAsync(address, null), "connect");
+    }
+
+    /**
+     * Connects to another worker by its address (see {@link #connect(WorkerAddress)}).
+     *
+     * @param address the peer worker's address
+     * @param errorHandler told if the endpoint fails later, or null
+     * @return the endpoint's future
+     */
+    public UcxFuture<UcxEndpoint> connectAsync(WorkerAddress address, EndpointErrorHandler errorHandler) {
+        Objects.requireNonNull(address, "address");
+        ensureOpen();
+        byte[] raw = address.rawBytes();
+        return connect("worker address (" + raw.length + " bytes)", null, errorHandler, (params, arena) -> {
+            // UCX reads the address only during ucp_ep_create.
+            MemorySegment copy = arena.allocate(raw.length);
+            MemorySegment.copy(raw, 0, copy, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, raw.length);
+            params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "address"), copy);
+            return EP_PARAM_FIELD_REMOTE_ADDRESS;
+        });
+    }
+
+    /**
+     * Creates an endpoint and completes the future once it is wired up: a flush on a new endpoint
+     * completes only when UCX has finished connecting, which proves the peer is there.
+     */
+    private UcxFuture<UcxEndpoint> connect(String target, InetSocketAddress peer, EndpointErrorHandler errorHandler,
+                                           EndpointParams fill) {
+        UcxFuture<UcxEndpoint> result = new UcxFuture<>();
         rt.execute(() -> {
             UcxEndpoint ep;
             try {
-                ep = createEndpoint(params -> {
-                    int len = Sockaddrs.write(address, rt.sockaddr);
-                    params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "flags"), EP_PARAMS_FLAGS_CLIENT_SERVER);
-                    params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "sockaddr.addr"), rt.sockaddr);
-                    params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "sockaddr.addrlen"), len);
-                    return EP_PARAM_FIELD_FLAGS | EP_PARAM_FIELD_SOCK_ADDR;
-                }, address, errorHandler, "ucp_ep_create (connect " + target + ")");
+                ep = createEndpoint(fill, peer, errorHandler, "ucp_ep_create (connect " + target + ")");
             } catch (Throwable t) {
                 result.completeExceptionally(t);
                 return;
             }
-            // The flush completes when wire-up has finished, which proves the peer accepted.
             UcxFuture<Void> flushed = new UcxFuture<>();
             Operation flush = new Operation(rt, Operation.SEND, "connect", ep, 0, flushed);
             ep.startFlush(flush);
@@ -229,9 +271,7 @@ public final class UcxWorker implements AutoCloseable {
                     timer.cancel();
                 }
                 if (e == null) {
-                    if (!result.complete(ep)) {
-                        return;
-                    }
+                    result.complete(ep);
                 } else if (!result.isDone()) {
                     int raw = e instanceof UcxException ue ? ue.rawStatus() : -6;
                     result.completeExceptionally(new UcxUnreachableException("connect", raw,
@@ -241,6 +281,33 @@ public final class UcxWorker implements AutoCloseable {
             });
         });
         return result;
+    }
+
+    /**
+     * This worker's UCX address, for peers to {@link #connect(WorkerAddress)} without a listener.
+     *
+     * @return the address (a copy, independent of the worker)
+     */
+    public WorkerAddress address() {
+        ensureOpen();
+        return call("address", () -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment attr = arena.allocate(Structs.UCP_WORKER_ATTR);
+                attr.set(JAVA_LONG, 0, WORKER_ATTR_FIELD_ADDRESS);
+                int status = UcxContext.callInt(() -> (byte) Ucp.worker_query.invokeExact(rt.handle, attr));
+                if (status != 0) {
+                    throw UcxException.of("ucp_worker_query", status, "worker address of " + name);
+                }
+                MemorySegment addr = attr.get(ADDRESS, Structs.offset(Structs.UCP_WORKER_ATTR, "address"));
+                long len = attr.get(JAVA_LONG, Structs.offset(Structs.UCP_WORKER_ATTR, "address_length"));
+                try {
+                    return WorkerAddress.of(org.ucx4j.internal.NativeLinker.view(addr, len)
+                            .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+                } finally {
+                    UcxContext.invoke(() -> { Ucp.worker_release_address.invokeExact(rt.handle, addr); });
+                }
+            }
+        });
     }
 
     /**
@@ -318,12 +385,18 @@ public final class UcxWorker implements AutoCloseable {
     }
 
     /** Lock held: creates an endpoint with peer error handling; {@code fill} sets the specific params. */
-    UcxEndpoint createEndpoint(ToLongFunction<MemorySegment> fill, InetSocketAddress peer,
+    /** Fills the specific part of {@code ucp_ep_params_t}; returns the field-mask bits it set. */
+    @FunctionalInterface
+    interface EndpointParams {
+        long fill(MemorySegment params, Arena arena);
+    }
+
+    UcxEndpoint createEndpoint(EndpointParams fill, InetSocketAddress peer,
                                EndpointErrorHandler errorHandler, String call) {
         int slot = endpoints.reserve();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment params = arena.allocate(Structs.UCP_EP_PARAMS);
-            long mask = EP_PARAM_FIELD_ERR_HANDLING_MODE | EP_PARAM_FIELD_ERR_HANDLER | fill.applyAsLong(params);
+            long mask = EP_PARAM_FIELD_ERR_HANDLING_MODE | EP_PARAM_FIELD_ERR_HANDLER | fill.fill(params, arena);
             params.set(JAVA_LONG, 0, mask);
             params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "err_mode"), ERR_HANDLING_MODE_PEER);
             params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.cb"), Upcalls.EP_ERROR);

@@ -39,6 +39,7 @@ public final class PeerMain {
         switch (args[0]) {
             case "echo-server" -> echoServer(options, false);
             case "sink-server" -> echoServer(options, true);
+            case "address-server" -> addressServer(options, java.nio.file.Path.of(args[1]));
             case "clients" -> clients(options, Integer.parseInt(args[1]), Integer.parseInt(args[2]),
                     Long.parseLong(args[3]));
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
@@ -79,6 +80,35 @@ public final class PeerMain {
                     } catch (RuntimeException e) {
                         System.out.println("SEND-FAILED " + e);
                     }
+                }
+            }
+        }
+    }
+
+    /** Hello tag of the address server: the payload is the client's worker address. */
+    public static final long ADDRESS_HELLO_TAG = 0x4845_4C4C_4FL;
+
+    /**
+     * IP-less server: writes its worker address to {@code file} (atomically), then answers each hello
+     * by connecting back to the sender's worker address and echoes tag messages to it.
+     */
+    private static void addressServer(WorkerOptions options, java.nio.file.Path file) throws Exception {
+        try (UcxContext ctx = UcxContext.create(); UcxWorker worker = ctx.newWorker(options);
+             Arena arena = Arena.ofShared()) {
+            java.nio.file.Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+            java.nio.file.Files.writeString(tmp, worker.address().toString());
+            java.nio.file.Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            System.out.println("ADDRESS-WRITTEN");
+            MemorySegment buf = arena.allocate(1 << 20);
+            UcxEndpoint back = null;
+            while (true) {
+                TagInfo info = worker.tagRecv(buf, 0, 0);
+                if (info.senderTag() == ADDRESS_HELLO_TAG) {
+                    byte[] address = buf.asSlice(0, info.length()).toArray(ValueLayout.JAVA_BYTE);
+                    back = worker.connect(org.ucx4j.WorkerAddress.of(address));
+                    System.out.println("CONNECTED-BACK");
+                } else if (back != null) {
+                    back.tagSend(buf.asSlice(0, info.length()), info.senderTag() | EchoProtocol.REPLY_BIT);
                 }
             }
         }
