@@ -57,6 +57,7 @@ public final class UcxWorker implements AutoCloseable {
     private static final long LISTENER_PARAM_FIELD_CONN_HANDLER = 1L << 2;
     private static final long LISTENER_ATTR_FIELD_SOCKADDR = 1;
     private static final long WORKER_ATTR_FIELD_ADDRESS = 1L << 1;
+    private static final long WORKER_ATTR_FIELD_MAX_AM_HEADER = 1L << 3;
 
     private final UcxContext context;
     private final WorkerOptions options;
@@ -65,6 +66,8 @@ public final class UcxWorker implements AutoCloseable {
     private final Slots<UcxEndpoint> endpoints = new Slots<>();
     private final Slots<UcxListener> listeners = new Slots<>();
     private final AtomicInteger state = new AtomicInteger(); // 0 open, 1 closing, 2 closed
+    private final ActiveMessages activeMessages;
+    private final long maxAmHeader;
 
     UcxWorker(UcxContext context, WorkerOptions options) {
         this.context = context;
@@ -73,6 +76,78 @@ public final class UcxWorker implements AutoCloseable {
         this.rt = new WorkerRuntime(this, context.handle(),
                 new WorkerOptions(options.progressMode(), options.connectTimeout(), options.closeTimeout(),
                         options.spin(), name));
+        this.activeMessages = new ActiveMessages(rt);
+        long maxHeader = 0;
+        if (context.features().contains(Feature.AM)) {
+            // Not shared yet: this thread is the only one that can reach the worker.
+            rt.lock.lock();
+            try {
+                activeMessages.register(ActiveMessages.SIMPLE_ID, null);
+                maxHeader = queryMaxAmHeader();
+            } finally {
+                rt.lock.unlock();
+            }
+        }
+        this.maxAmHeader = maxHeader;
+    }
+
+    private long queryMaxAmHeader() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment attr = arena.allocate(Structs.UCP_WORKER_ATTR);
+            attr.set(JAVA_LONG, 0, WORKER_ATTR_FIELD_MAX_AM_HEADER);
+            int status = UcxContext.callInt(() -> (byte) Ucp.worker_query.invokeExact(rt.handle, attr));
+            return status == 0 ? attr.get(JAVA_LONG, Structs.offset(Structs.UCP_WORKER_ATTR, "max_am_header")) : 0;
+        }
+    }
+
+    ActiveMessages activeMessages() {
+        return activeMessages;
+    }
+
+    // ------------------------------------------------------------------ active messages
+
+    /**
+     * Registers the handler for active messages with {@code id}, replacing any earlier one; null removes
+     * it (messages for an id without a handler are dropped with a warning, as UCX does).
+     *
+     * @param id 0 .. 65534 (65535 is the simple channel of {@link UcxEndpoint#amSendAsync(MemorySegment)})
+     * @param handler runs on the progress thread for each message, or null
+     * @throws IllegalStateException when the context was created without {@link Feature#AM}
+     */
+    public void setAmHandler(int id, AmHandler handler) {
+        checkAmId(id);
+        ensureOpen();
+        call("setAmHandler", () -> {
+            activeMessages.register(id, handler);
+            return null;
+        });
+    }
+
+    /**
+     * Sets where received active-message bodies go ({@link AmAllocator#host()} by default).
+     *
+     * @param allocator the allocator, called on the progress thread
+     */
+    public void setAmAllocator(AmAllocator allocator) {
+        activeMessages.allocator(allocator);
+    }
+
+    /**
+     * The largest user header an active message may carry on this worker ({@code max_am_header}).
+     *
+     * @return bytes; 0 when the context has no {@link Feature#AM}
+     */
+    public long maxAmHeader() {
+        return maxAmHeader;
+    }
+
+    void checkAmId(int id) {
+        if (!context.features().contains(Feature.AM)) {
+            throw new IllegalStateException("the context of worker " + name + " was created without Feature.AM");
+        }
+        if (id < 0 || id > ActiveMessages.MAX_USER_ID) {
+            throw new IllegalArgumentException("active message id " + id + " is outside 0.." + ActiveMessages.MAX_USER_ID);
+        }
     }
 
     WorkerRuntime runtime() {
@@ -408,6 +483,7 @@ public final class UcxWorker implements AutoCloseable {
             }
             UcxEndpoint ep = new UcxEndpoint(rt, out.get(ADDRESS, 0), slot, peer, errorHandler);
             endpoints.set(slot, ep);
+            activeMessages.endpointOpened(ep);
             return ep;
         } catch (RuntimeException e) {
             endpoints.unreserve(slot);
@@ -417,6 +493,7 @@ public final class UcxWorker implements AutoCloseable {
 
     void endpointClosed(UcxEndpoint ep) {
         endpoints.remove(ep.id, ep);
+        activeMessages.endpointClosed(ep);
     }
 
     void endpointFailed(int endpointId, int status) {

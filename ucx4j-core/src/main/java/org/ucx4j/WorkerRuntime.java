@@ -557,6 +557,10 @@ final class WorkerRuntime implements UpcallTarget {
             Libc.free(op.staging);
             op.staging = null;
         }
+        if (op.headerStaging != null) {
+            Libc.free(op.headerStaging);
+            op.headerStaging = null;
+        }
     }
 
     int pendingOperations() {
@@ -648,6 +652,17 @@ final class WorkerRuntime implements UpcallTarget {
         upcallDepth++;
         try {
             worker.connectionRequested(listenerId, connRequest);
+        } finally {
+            upcallDepth--;
+        }
+    }
+
+    @Override
+    public byte onActiveMessage(int handlerId, MemorySegment header, long headerLength, MemorySegment data,
+                                long length, MemorySegment param) {
+        upcallDepth++;
+        try {
+            return worker.activeMessages().onMessage(handlerId, header, headerLength, data, length, param);
         } finally {
             upcallDepth--;
         }

@@ -39,6 +39,7 @@ public final class PeerMain {
         switch (args[0]) {
             case "echo-server" -> echoServer(options, false);
             case "sink-server" -> echoServer(options, true);
+            case "am-echo-server" -> amEchoServer(options);
             case "address-server" -> addressServer(options, java.nio.file.Path.of(args[1]));
             case "clients" -> clients(options, Integer.parseInt(args[1]), Integer.parseInt(args[2]),
                     Long.parseLong(args[3]));
@@ -82,6 +83,25 @@ public final class PeerMain {
                     }
                 }
             }
+        }
+    }
+
+    /** Echoes every message of the simple active-message channel back to its sender. */
+    private static void amEchoServer(WorkerOptions options) throws Exception {
+        try (UcxContext ctx = UcxContext.builder().option("RNDV_THRESH", "1024").build();
+             UcxWorker worker = ctx.newWorker(options)) {
+            UcxListener listener = worker.listen(0, ep -> Thread.ofVirtual().start(() -> {
+                try {
+                    while (true) {
+                        MemorySegment data = ep.amRecv();
+                        ep.amSend(data);
+                    }
+                } catch (RuntimeException gone) {
+                    // The client left.
+                }
+            }));
+            System.out.println("PORT " + listener.port());
+            Thread.sleep(Duration.ofHours(1));
         }
     }
 
