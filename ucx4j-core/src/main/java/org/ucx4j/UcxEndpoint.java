@@ -120,6 +120,56 @@ public final class UcxEndpoint implements AutoCloseable {
     }
 
     /**
+     * Sends several segments as one tagged message (a UCX scatter-gather send): the receiver sees one
+     * message of their total length, whatever way it receives it. Empty segments are allowed.
+     *
+     * @param segments the parts, in order (native in place; heap parts copied)
+     * @param tag the 64-bit tag
+     * @return completes when the segments may be reused
+     */
+    public UcxFuture<Void> tagSendAsync(java.util.List<MemorySegment> segments, long tag) {
+        UcxFuture<Void> f = new UcxFuture<>();
+        ensureOpen();
+        Operation op = new Operation(rt, Operation.SEND, "ucp_tag_send_nbx (iov)", this, Iov.total(segments), f);
+        MemorySegment list = Iov.forSend(op, segments);
+        long count = segments.size();
+        rt.submit(op, () -> {
+            if (!usable(op)) {
+                return;
+            }
+            MemorySegment p = rt.iovParam(op, Upcalls.SEND, 0, 0);
+            MemorySegment r;
+            try {
+                r = (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, list, count, tag, p);
+            } catch (Throwable t) {
+                rt.failUnsubmitted(op, t);
+                return;
+            }
+            rt.started(op, r, null);
+        });
+        return f;
+    }
+
+    /** Blocking twin of {@link #tagSendAsync(java.util.List, long)}. */
+    public void tagSend(java.util.List<MemorySegment> segments, long tag) {
+        rt.call(() -> tagSendAsync(segments, tag), "tagSend");
+    }
+
+    /**
+     * Receives one tagged message into several native segments in order (a scatter receive), tied to
+     * this endpoint like {@link #tagRecvAsync(MemorySegment, long, long)}.
+     *
+     * @param segments where to receive, in order; their total is the largest message accepted
+     * @param tag the tag to match
+     * @param mask which bits must match
+     * @return the sender's tag and the total length received
+     */
+    public UcxFuture<TagInfo> tagRecvAsync(java.util.List<MemorySegment> segments, long tag, long mask) {
+        ensureOpen();
+        return rt.worker.tagRecvIov(this, segments, tag, mask);
+    }
+
+    /**
      * Receives a tagged message whose tag matches {@code tag} on the bits set in {@code mask}, tied to this
      * endpoint: it fails if this endpoint fails and is canceled if it closes. Matching itself is per worker.
      *
@@ -275,7 +325,21 @@ public final class UcxEndpoint implements AutoCloseable {
      */
     public UcxFuture<Void> amSendAsync(int id, MemorySegment header, MemorySegment body, AmSendMode mode) {
         rt.worker.checkAmId(id);
-        return startAmSend(id, header, body, mode);
+        return startAmSend(id, header, body, null, mode);
+    }
+
+    /**
+     * Sends an active message whose body is several segments, gathered by UCX (a scatter-gather send).
+     *
+     * @param id the handler id, 0 .. 65534
+     * @param header the user header (copied)
+     * @param body the body parts, in order
+     * @param mode eager, rendezvous, or let UCX choose
+     * @return completes when the parts may be reused
+     */
+    public UcxFuture<Void> amSendAsync(int id, MemorySegment header, java.util.List<MemorySegment> body, AmSendMode mode) {
+        rt.worker.checkAmId(id);
+        return startAmSend(id, header, null, body, mode);
     }
 
     /** Blocking twin of {@link #amSendAsync(int, MemorySegment, MemorySegment, AmSendMode)}. */
@@ -292,7 +356,7 @@ public final class UcxEndpoint implements AutoCloseable {
      * @return completes when the body may be reused
      */
     public UcxFuture<Void> amSendAsync(MemorySegment body) {
-        return startAmSend(ActiveMessages.SIMPLE_ID, MemorySegment.NULL, body, AmSendMode.AUTO);
+        return startAmSend(ActiveMessages.SIMPLE_ID, MemorySegment.NULL, body, null, AmSendMode.AUTO);
     }
 
     /** Blocking twin of {@link #amSendAsync(MemorySegment)}. */
@@ -335,9 +399,9 @@ public final class UcxEndpoint implements AutoCloseable {
         return rt.call(this::amRecvAsync, "amRecv");
     }
 
-    private UcxFuture<Void> startAmSend(int id, MemorySegment header, MemorySegment body, AmSendMode mode) {
+    private UcxFuture<Void> startAmSend(int id, MemorySegment header, MemorySegment body,
+                                        java.util.List<MemorySegment> parts, AmSendMode mode) {
         Objects.requireNonNull(header, "header");
-        Objects.requireNonNull(body, "body");
         Objects.requireNonNull(mode, "mode");
         long hlen = header.byteSize();
         if (hlen > rt.worker.maxAmHeader()) {
@@ -346,32 +410,39 @@ public final class UcxEndpoint implements AutoCloseable {
         }
         ensureOpen();
         UcxFuture<Void> f = new UcxFuture<>();
-        Operation op = new Operation(rt, Operation.SEND, "ucp_am_send_nbx", this, body.byteSize(), f);
-        MemorySegment hdr = MemorySegment.NULL;
-        if (hlen > 0) {
-            op.headerStaging = org.ucx4j.internal.Libc.malloc(hlen);
-            MemorySegment.copy(header, 0, op.headerStaging, 0, hlen);
-            hdr = MemorySegment.ofAddress(op.headerStaging.address());
-        }
+        long bodyLength = parts != null ? Iov.total(parts) : Objects.requireNonNull(body, "body").byteSize();
+        Operation op = new Operation(rt, Operation.SEND, "ucp_am_send_nbx", this, bodyLength, f);
         MemorySegment src;
+        long count;
+        MemorySegment hdr = MemorySegment.NULL;
         try {
-            src = Buffers.forSend(op, body);
+            if (hlen > 0) {
+                op.headerStaging = org.ucx4j.internal.Libc.malloc(hlen);
+                MemorySegment.copy(header, 0, op.headerStaging, 0, hlen);
+                hdr = MemorySegment.ofAddress(op.headerStaging.address());
+            }
+            src = parts != null ? Iov.forSend(op, parts) : Buffers.forSend(op, body);
+            count = parts != null ? parts.size() : bodyLength;
         } catch (RuntimeException e) {
-            org.ucx4j.internal.Libc.free(op.headerStaging);
-            op.headerStaging = null;
+            if (op.headerStaging != null) {
+                org.ucx4j.internal.Libc.free(op.headerStaging);
+                op.headerStaging = null;
+            }
             throw e;
         }
-        long len = body.byteSize();
         MemorySegment hdrPtr = hdr;
         int flags = ActiveMessages.SEND_FLAG_REPLY | mode.flag();
+        boolean iov = parts != null;
         rt.submit(op, () -> {
             if (!usable(op)) {
                 return;
             }
-            MemorySegment p = rt.param(op, Upcalls.SEND, WorkerRuntime.OP_ATTR_FIELD_FLAGS, flags);
+            MemorySegment p = iov
+                    ? rt.iovParam(op, Upcalls.SEND, WorkerRuntime.OP_ATTR_FIELD_FLAGS, flags)
+                    : rt.param(op, Upcalls.SEND, WorkerRuntime.OP_ATTR_FIELD_FLAGS, flags);
             MemorySegment r;
             try {
-                r = (MemorySegment) Ucp.am_send_nbx.invokeExact(handle, id, hdrPtr, hlen, src, len, p);
+                r = (MemorySegment) Ucp.am_send_nbx.invokeExact(handle, id, hdrPtr, hlen, src, count, p);
             } catch (Throwable t) {
                 rt.failUnsubmitted(op, t);
                 return;

@@ -581,6 +581,42 @@ public final class UcxWorker implements AutoCloseable {
     }
 
     /**
+     * Receives one tagged message from any endpoint into several native segments, in order (a scatter
+     * receive).
+     *
+     * @param segments where to receive; their total is the largest message accepted
+     * @param tag the tag to match
+     * @param mask which bits must match
+     * @return the sender's tag and the total length
+     */
+    public UcxFuture<TagInfo> tagRecvAsync(List<MemorySegment> segments, long tag, long mask) {
+        ensureOpen();
+        return tagRecvIov(null, segments, tag, mask);
+    }
+
+    UcxFuture<TagInfo> tagRecvIov(UcxEndpoint ep, List<MemorySegment> segments, long tag, long mask) {
+        UcxFuture<TagInfo> f = new UcxFuture<>();
+        Operation op = new Operation(rt, Operation.TAG_RECV, "ucp_tag_recv_nbx (iov)", ep, Iov.total(segments), f);
+        MemorySegment list = Iov.forReceive(op, segments);
+        long count = segments.size();
+        rt.submit(op, () -> {
+            if (ep != null && !ep.usable(op)) {
+                return;
+            }
+            MemorySegment p = rt.iovParam(op, Upcalls.TAG_RECV, WorkerRuntime.OP_ATTR_FLAG_NO_IMM_CMPL, 0);
+            MemorySegment r;
+            try {
+                r = (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, list, count, tag, mask, p);
+            } catch (Throwable t) {
+                rt.failUnsubmitted(op, t);
+                return;
+            }
+            rt.started(op, r, null);
+        });
+        return f;
+    }
+
+    /**
      * Checks, without receiving, whether a message matching {@code tag}/{@code mask} has arrived.
      *
      * @return its sender tag and length, or empty

@@ -57,6 +57,10 @@ final class WorkerRuntime implements UpcallTarget {
     static final long P_CB = Structs.offset(Structs.UCP_REQUEST_PARAM, "cb");
     static final long P_USER_DATA = Structs.offset(Structs.UCP_REQUEST_PARAM, "user_data");
     static final long P_RECV_INFO = Structs.offset(Structs.UCP_REQUEST_PARAM, "recv_info");
+    static final long P_DATATYPE = Structs.offset(Structs.UCP_REQUEST_PARAM, "datatype");
+    static final int OP_ATTR_FIELD_DATATYPE = 1 << 3;
+    /** {@code ucp_dt_make_iov()}. */
+    static final long DATATYPE_IOV = 2;
 
     private static final int MAX_PROGRESS_PER_ROUND = 64;
     /**
@@ -477,6 +481,13 @@ final class WorkerRuntime implements UpcallTarget {
     }
 
     /** Fails an operation that could not even be submitted. Lock held or not yet registered. */
+    /** Fills the scratch param for a scatter-gather request (datatype iov). Lock held. */
+    MemorySegment iovParam(Operation op, MemorySegment callback, int extraAttrs, int flags) {
+        MemorySegment p = param(op, callback, OP_ATTR_FIELD_DATATYPE | extraAttrs, flags);
+        p.set(JAVA_LONG, P_DATATYPE, DATATYPE_IOV);
+        return p;
+    }
+
     void failUnsubmitted(Operation op, Throwable t) {
         if (op.id >= 0) {
             release(op);
@@ -560,6 +571,12 @@ final class WorkerRuntime implements UpcallTarget {
         if (op.headerStaging != null) {
             Libc.free(op.headerStaging);
             op.headerStaging = null;
+        }
+        if (op.extraStaging != null) {
+            for (MemorySegment block : op.extraStaging) {
+                Libc.free(block);
+            }
+            op.extraStaging = null;
         }
     }
 
