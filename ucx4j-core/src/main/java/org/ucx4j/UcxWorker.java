@@ -6,7 +6,6 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -785,10 +784,11 @@ public final class UcxWorker implements AutoCloseable {
             List<UcxFuture<Void>> closes = started.getNow(List.of());
             CompletableFuture<Void> all = CompletableFuture.allOf(closes.toArray(new CompletableFuture[0]));
             rt.drive(all, timeout);
-            CompletableFuture<Void> drained = new CompletableFuture<>();
+            // Let UCX report what the closes and cancellations completed, briefly.
+            CompletableFuture<Void> never = new CompletableFuture<>();
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
-            while (rt.pendingOperations() > 0 && System.nanoTime() < deadline) {
-                rt.drive(drained, TimeUnit.MILLISECONDS.toNanos(5));
+            while (pendingOperations() > 0 && System.nanoTime() < deadline) {
+                rt.drive(never, TimeUnit.MILLISECONDS.toNanos(5));
             }
         } finally {
             rt.stopThread();
@@ -801,9 +801,5 @@ public final class UcxWorker implements AutoCloseable {
     @Override
     public String toString() {
         return "UcxWorker[" + name + ", " + options.progressMode().configName() + (state.get() != 0 ? ", closed" : "") + "]";
-    }
-
-    static InetAddress anyLocal() {
-        return new InetSocketAddress(0).getAddress();
     }
 }
