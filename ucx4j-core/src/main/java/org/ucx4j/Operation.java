@@ -24,6 +24,10 @@ final class Operation {
     boolean cancelRequested;
     /** A native copy of a heap buffer, freed at completion. */
     MemorySegment staging;
+    /** A native copy of an active message's user header (UCX reads it until completion), freed at completion. */
+    MemorySegment headerStaging;
+    /** More native blocks freed at completion: a scatter-gather list and its staged heap parts. */
+    java.util.List<MemorySegment> extraStaging;
     /** Where to copy received bytes back to (heap receives), or null. */
     MemorySegment copyBackTo;
     Operation epPrev;

@@ -52,6 +52,9 @@ public final class UcxEndpoint implements AutoCloseable {
     private volatile UcxException failure;
     private UcxFuture<Void> closeFuture;
     private Operation opsHead;
+    /** Simple-channel messages that arrived before anyone asked, and receivers waiting for one (lock held). */
+    private final java.util.ArrayDeque<AmMessage> simpleArrived = new java.util.ArrayDeque<>();
+    private final java.util.ArrayDeque<UcxFuture<MemorySegment>> simpleWaiting = new java.util.ArrayDeque<>();
 
     UcxEndpoint(WorkerRuntime rt, MemorySegment handle, int id, InetSocketAddress peer, EndpointErrorHandler handler) {
         this.rt = rt;
@@ -116,6 +119,56 @@ public final class UcxEndpoint implements AutoCloseable {
     /** Blocking twin of {@link #tagSendAsync(ByteBuffer, long)}. */
     public void tagSend(ByteBuffer data, long tag) {
         tagSend(MemorySegment.ofBuffer(data), tag);
+    }
+
+    /**
+     * Sends several segments as one tagged message (a UCX scatter-gather send): the receiver sees one
+     * message of their total length, whatever way it receives it. Empty segments are allowed.
+     *
+     * @param segments the parts, in order (native in place; heap parts copied)
+     * @param tag the 64-bit tag
+     * @return completes when the segments may be reused
+     */
+    public UcxFuture<Void> tagSendAsync(java.util.List<MemorySegment> segments, long tag) {
+        UcxFuture<Void> f = new UcxFuture<>();
+        ensureOpen();
+        Operation op = new Operation(rt, Operation.SEND, "ucp_tag_send_nbx (iov)", this, Iov.total(segments), f);
+        MemorySegment list = Iov.forSend(op, segments);
+        long count = segments.size();
+        rt.submit(op, () -> {
+            if (!usable(op)) {
+                return;
+            }
+            MemorySegment p = rt.iovParam(op, Upcalls.SEND, 0, 0);
+            MemorySegment r;
+            try {
+                r = (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, list, count, tag, p);
+            } catch (Throwable t) {
+                rt.failUnsubmitted(op, t);
+                return;
+            }
+            rt.started(op, r, null);
+        });
+        return f;
+    }
+
+    /** Blocking twin of {@link #tagSendAsync(java.util.List, long)}. */
+    public void tagSend(java.util.List<MemorySegment> segments, long tag) {
+        rt.call(() -> tagSendAsync(segments, tag), "tagSend");
+    }
+
+    /**
+     * Receives one tagged message into several native segments in order (a scatter receive), tied to
+     * this endpoint like {@link #tagRecvAsync(MemorySegment, long, long)}.
+     *
+     * @param segments where to receive, in order; their total is the largest message accepted
+     * @param tag the tag to match
+     * @param mask which bits must match
+     * @return the sender's tag and the total length received
+     */
+    public UcxFuture<TagInfo> tagRecvAsync(java.util.List<MemorySegment> segments, long tag, long mask) {
+        ensureOpen();
+        return rt.worker.tagRecvIov(this, segments, tag, mask);
     }
 
     /**
@@ -259,6 +312,176 @@ public final class UcxEndpoint implements AutoCloseable {
         return streamRecv(MemorySegment.ofArray(data));
     }
 
+    // ------------------------------------------------------------------ active messages
+
+    /**
+     * Sends an active message: the receiver's handler for {@code id} gets the header and the body, with
+     * no receive posted in advance.
+     *
+     * @param id the handler id, 0 .. 65534
+     * @param header the user header (copied; at most {@link UcxWorker#maxAmHeader()} bytes)
+     * @param body the body (see the class comment about memory)
+     * @param mode eager, rendezvous, or let UCX choose
+     * @return completes when the body may be reused
+     * @throws IllegalArgumentException when the header is larger than the worker allows (before anything is sent)
+     */
+    public UcxFuture<Void> amSendAsync(int id, MemorySegment header, MemorySegment body, AmSendMode mode) {
+        rt.worker.checkAmId(id);
+        return startAmSend(id, header, body, null, mode);
+    }
+
+    /**
+     * Sends an active message whose body is several segments, gathered by UCX (a scatter-gather send).
+     *
+     * @param id the handler id, 0 .. 65534
+     * @param header the user header (copied)
+     * @param body the body parts, in order
+     * @param mode eager, rendezvous, or let UCX choose
+     * @return completes when the parts may be reused
+     */
+    public UcxFuture<Void> amSendAsync(int id, MemorySegment header, java.util.List<MemorySegment> body, AmSendMode mode) {
+        rt.worker.checkAmId(id);
+        return startAmSend(id, header, null, body, mode);
+    }
+
+    /** Blocking twin of {@link #amSendAsync(int, MemorySegment, MemorySegment, AmSendMode)}. */
+    public void amSend(int id, MemorySegment header, MemorySegment body, AmSendMode mode) {
+        rt.call(() -> amSendAsync(id, header, body, mode), "amSend");
+    }
+
+    /**
+     * Sends {@code body} on this endpoint's simple active-message channel: the peer receives it with
+     * {@link #amRecvAsync()} on its endpoint to us, needing no size in advance (like UCXX's
+     * {@code am_send}/{@code am_recv}).
+     *
+     * @param body the bytes
+     * @return completes when the body may be reused
+     */
+    public UcxFuture<Void> amSendAsync(MemorySegment body) {
+        return startAmSend(ActiveMessages.SIMPLE_ID, MemorySegment.NULL, body, null, AmSendMode.AUTO);
+    }
+
+    /** Blocking twin of {@link #amSendAsync(MemorySegment)}. */
+    public void amSend(MemorySegment body) {
+        rt.call(() -> amSendAsync(body), "amSend");
+    }
+
+    /** Sends a byte array on the simple channel (copied). */
+    public UcxFuture<Void> amSendAsync(byte[] body) {
+        return amSendAsync(MemorySegment.ofArray(body));
+    }
+
+    /**
+     * Receives the next message of the simple channel from this endpoint's peer, in order. Messages that
+     * arrive before anyone asks are kept. The body is in memory from the worker's {@link AmAllocator}.
+     * Fails with the endpoint's failure if it fails, and as canceled if it closes.
+     *
+     * @return the body's future
+     */
+    public UcxFuture<MemorySegment> amRecvAsync() {
+        ensureOpen();
+        UcxFuture<MemorySegment> f = new UcxFuture<>();
+        rt.execute(() -> {
+            if (state == State.FAILED) {
+                f.completeExceptionally(failure);
+                return;
+            }
+            AmMessage next = simpleArrived.poll();
+            if (next != null) {
+                chain(next.data(), f);
+            } else {
+                simpleWaiting.add(f);
+            }
+        });
+        return f;
+    }
+
+    /** Blocking twin of {@link #amRecvAsync()}. */
+    public MemorySegment amRecv() {
+        return rt.call(this::amRecvAsync, "amRecv");
+    }
+
+    private UcxFuture<Void> startAmSend(int id, MemorySegment header, MemorySegment body,
+                                        java.util.List<MemorySegment> parts, AmSendMode mode) {
+        Objects.requireNonNull(header, "header");
+        Objects.requireNonNull(mode, "mode");
+        long hlen = header.byteSize();
+        if (hlen > rt.worker.maxAmHeader()) {
+            throw new IllegalArgumentException("active message header of " + hlen + " bytes exceeds this worker's "
+                    + "maximum of " + rt.worker.maxAmHeader() + " bytes");
+        }
+        ensureOpen();
+        UcxFuture<Void> f = new UcxFuture<>();
+        long bodyLength = parts != null ? Iov.total(parts) : Objects.requireNonNull(body, "body").byteSize();
+        Operation op = new Operation(rt, Operation.SEND, "ucp_am_send_nbx", this, bodyLength, f);
+        MemorySegment src;
+        long count;
+        MemorySegment hdr = MemorySegment.NULL;
+        try {
+            if (hlen > 0) {
+                op.headerStaging = org.ucx4j.internal.Libc.malloc(hlen);
+                MemorySegment.copy(header, 0, op.headerStaging, 0, hlen);
+                hdr = MemorySegment.ofAddress(op.headerStaging.address());
+            }
+            src = parts != null ? Iov.forSend(op, parts) : Buffers.forSend(op, body);
+            count = parts != null ? parts.size() : bodyLength;
+        } catch (RuntimeException e) {
+            if (op.headerStaging != null) {
+                org.ucx4j.internal.Libc.free(op.headerStaging);
+                op.headerStaging = null;
+            }
+            throw e;
+        }
+        MemorySegment hdrPtr = hdr;
+        int flags = ActiveMessages.SEND_FLAG_REPLY | mode.flag();
+        boolean iov = parts != null;
+        rt.submit(op, () -> {
+            if (!usable(op)) {
+                return;
+            }
+            MemorySegment p = iov
+                    ? rt.iovParam(op, Upcalls.SEND, WorkerRuntime.OP_ATTR_FIELD_FLAGS, flags)
+                    : rt.param(op, Upcalls.SEND, WorkerRuntime.OP_ATTR_FIELD_FLAGS, flags);
+            MemorySegment r;
+            try {
+                r = (MemorySegment) Ucp.am_send_nbx.invokeExact(handle, id, hdrPtr, hlen, src, count, p);
+            } catch (Throwable t) {
+                rt.failUnsubmitted(op, t);
+                return;
+            }
+            rt.started(op, r, null);
+        });
+        return f;
+    }
+
+    /** Lock held: a simple-channel message from our peer arrived. */
+    void deliverSimple(AmMessage message) {
+        UcxFuture<MemorySegment> waiting = simpleWaiting.poll();
+        if (waiting != null) {
+            chain(message.data(), waiting);
+        } else {
+            simpleArrived.add(message);
+        }
+    }
+
+    private static void chain(UcxFuture<MemorySegment> from, UcxFuture<MemorySegment> to) {
+        from.whenComplete((v, e) -> {
+            if (e != null) {
+                to.completeExceptionally(e);
+            } else {
+                to.complete(v);
+            }
+        });
+    }
+
+    /** Lock held: fails every waiting simple-channel receive. */
+    private void failSimpleWaiters(UcxException why) {
+        UcxFuture<MemorySegment> w;
+        while ((w = simpleWaiting.poll()) != null) {
+            w.completeExceptionally(why);
+        }
+    }
+
     // ------------------------------------------------------------------ flush and close
 
     /**
@@ -331,6 +554,7 @@ public final class UcxEndpoint implements AutoCloseable {
         CloseMode mode = state == State.FAILED ? CloseMode.FORCE : requested;
         state = State.CLOSING;
         UcxCanceledException closed = new UcxCanceledException("endpoint close", "endpoint to " + describePeer() + " closed");
+        failSimpleWaiters(closed);
         for (Operation op : operations()) {
             if (mode == CloseMode.FORCE || op.kind != Operation.SEND) {
                 rt.abort(op, closed);
@@ -465,6 +689,7 @@ public final class UcxEndpoint implements AutoCloseable {
     }
 
     private void afterFailure(UcxException error, boolean closing) {
+        failSimpleWaiters(error);
         for (Operation op : operations()) {
             rt.abort(op, error);
         }

@@ -6,7 +6,6 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -20,7 +19,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
-import java.util.function.ToLongFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.ucx4j.internal.Libc;
@@ -46,6 +44,7 @@ public final class UcxWorker implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(UcxWorker.class);
     private static final AtomicInteger SEQ = new AtomicInteger();
 
+    static final long EP_PARAM_FIELD_REMOTE_ADDRESS = 1L;
     static final long EP_PARAM_FIELD_ERR_HANDLING_MODE = 1L << 1;
     static final long EP_PARAM_FIELD_ERR_HANDLER = 1L << 2;
     static final long EP_PARAM_FIELD_SOCK_ADDR = 1L << 4;
@@ -56,6 +55,8 @@ public final class UcxWorker implements AutoCloseable {
     private static final long LISTENER_PARAM_FIELD_SOCK_ADDR = 1;
     private static final long LISTENER_PARAM_FIELD_CONN_HANDLER = 1L << 2;
     private static final long LISTENER_ATTR_FIELD_SOCKADDR = 1;
+    private static final long WORKER_ATTR_FIELD_ADDRESS = 1L << 1;
+    private static final long WORKER_ATTR_FIELD_MAX_AM_HEADER = 1L << 3;
 
     private final UcxContext context;
     private final WorkerOptions options;
@@ -64,6 +65,8 @@ public final class UcxWorker implements AutoCloseable {
     private final Slots<UcxEndpoint> endpoints = new Slots<>();
     private final Slots<UcxListener> listeners = new Slots<>();
     private final AtomicInteger state = new AtomicInteger(); // 0 open, 1 closing, 2 closed
+    private final ActiveMessages activeMessages;
+    private final long maxAmHeader;
 
     UcxWorker(UcxContext context, WorkerOptions options) {
         this.context = context;
@@ -72,6 +75,78 @@ public final class UcxWorker implements AutoCloseable {
         this.rt = new WorkerRuntime(this, context.handle(),
                 new WorkerOptions(options.progressMode(), options.connectTimeout(), options.closeTimeout(),
                         options.spin(), name));
+        this.activeMessages = new ActiveMessages(rt);
+        long maxHeader = 0;
+        if (context.features().contains(Feature.AM)) {
+            // Not shared yet: this thread is the only one that can reach the worker.
+            rt.lock.lock();
+            try {
+                activeMessages.register(ActiveMessages.SIMPLE_ID, null);
+                maxHeader = queryMaxAmHeader();
+            } finally {
+                rt.lock.unlock();
+            }
+        }
+        this.maxAmHeader = maxHeader;
+    }
+
+    private long queryMaxAmHeader() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment attr = arena.allocate(Structs.UCP_WORKER_ATTR);
+            attr.set(JAVA_LONG, 0, WORKER_ATTR_FIELD_MAX_AM_HEADER);
+            int status = UcxContext.callInt(() -> (byte) Ucp.worker_query.invokeExact(rt.handle, attr));
+            return status == 0 ? attr.get(JAVA_LONG, Structs.offset(Structs.UCP_WORKER_ATTR, "max_am_header")) : 0;
+        }
+    }
+
+    ActiveMessages activeMessages() {
+        return activeMessages;
+    }
+
+    // ------------------------------------------------------------------ active messages
+
+    /**
+     * Registers the handler for active messages with {@code id}, replacing any earlier one; null removes
+     * it (messages for an id without a handler are dropped with a warning, as UCX does).
+     *
+     * @param id 0 .. 65534 (65535 is the simple channel of {@link UcxEndpoint#amSendAsync(MemorySegment)})
+     * @param handler runs on the progress thread for each message, or null
+     * @throws IllegalStateException when the context was created without {@link Feature#AM}
+     */
+    public void setAmHandler(int id, AmHandler handler) {
+        checkAmId(id);
+        ensureOpen();
+        call("setAmHandler", () -> {
+            activeMessages.register(id, handler);
+            return null;
+        });
+    }
+
+    /**
+     * Sets where received active-message bodies go ({@link AmAllocator#host()} by default).
+     *
+     * @param allocator the allocator, called on the progress thread
+     */
+    public void setAmAllocator(AmAllocator allocator) {
+        activeMessages.allocator(allocator);
+    }
+
+    /**
+     * The largest user header an active message may carry on this worker ({@code max_am_header}).
+     *
+     * @return bytes; 0 when the context has no {@link Feature#AM}
+     */
+    public long maxAmHeader() {
+        return maxAmHeader;
+    }
+
+    void checkAmId(int id) {
+        if (!context.features().contains(Feature.AM)) {
+            throw new IllegalStateException("the context of worker " + name + " was created without Feature.AM");
+        }
+        if (id < 0 || id > ActiveMessages.MAX_USER_ID) {
+            throw new IllegalArgumentException("active message id " + id + " is outside 0.." + ActiveMessages.MAX_USER_ID);
+        }
     }
 
     WorkerRuntime runtime() {
@@ -196,23 +271,64 @@ public final class UcxWorker implements AutoCloseable {
         if (address.isUnresolved()) {
             throw new UcxUnreachableException("connect", -6, "cannot resolve host '" + address.getHostString() + "'");
         }
-        UcxFuture<UcxEndpoint> result = new UcxFuture<>();
         String target = address.getAddress().getHostAddress() + ":" + address.getPort();
+        return connect(target, address, errorHandler, (params, arena) -> {
+            int len = Sockaddrs.write(address, rt.sockaddr);
+            params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "flags"), EP_PARAMS_FLAGS_CLIENT_SERVER);
+            params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "sockaddr.addr"), rt.sockaddr);
+            params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "sockaddr.addrlen"), len);
+            return EP_PARAM_FIELD_FLAGS | EP_PARAM_FIELD_SOCK_ADDR;
+        });
+    }
+
+    /**
+     * Connects to another worker by its address, without a listener or an IP address (UCX picks the
+     * transports both workers share). Waits up to the connect timeout.
+     *
+     * @param address the peer worker's address ({@link #address()} on the peer)
+     * @return the connected endpoint, owned by this worker and the caller
+     * @throws UcxUnreachableException when the peer cannot be reached
+     * @throws UcxTimeoutException when the connection is not established within the connect timeout
+     */
+    public UcxEndpoint connect(WorkerAddress address) {
+        return rt.call(() -> connectAsync(address, null), "connect");
+    }
+
+    /**
+     * Connects to another worker by its address (see {@link #connect(WorkerAddress)}).
+     *
+     * @param address the peer worker's address
+     * @param errorHandler told if the endpoint fails later, or null
+     * @return the endpoint's future
+     */
+    public UcxFuture<UcxEndpoint> connectAsync(WorkerAddress address, EndpointErrorHandler errorHandler) {
+        Objects.requireNonNull(address, "address");
+        ensureOpen();
+        byte[] raw = address.rawBytes();
+        return connect("worker address (" + raw.length + " bytes)", null, errorHandler, (params, arena) -> {
+            // UCX reads the address only during ucp_ep_create.
+            MemorySegment copy = arena.allocate(raw.length);
+            MemorySegment.copy(raw, 0, copy, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, raw.length);
+            params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "address"), copy);
+            return EP_PARAM_FIELD_REMOTE_ADDRESS;
+        });
+    }
+
+    /**
+     * Creates an endpoint and completes the future once it is wired up: a flush on a new endpoint
+     * completes only when UCX has finished connecting, which proves the peer is there.
+     */
+    private UcxFuture<UcxEndpoint> connect(String target, InetSocketAddress peer, EndpointErrorHandler errorHandler,
+                                           EndpointParams fill) {
+        UcxFuture<UcxEndpoint> result = new UcxFuture<>();
         rt.execute(() -> {
             UcxEndpoint ep;
             try {
-                ep = createEndpoint(params -> {
-                    int len = Sockaddrs.write(address, rt.sockaddr);
-                    params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "flags"), EP_PARAMS_FLAGS_CLIENT_SERVER);
-                    params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "sockaddr.addr"), rt.sockaddr);
-                    params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "sockaddr.addrlen"), len);
-                    return EP_PARAM_FIELD_FLAGS | EP_PARAM_FIELD_SOCK_ADDR;
-                }, address, errorHandler, "ucp_ep_create (connect " + target + ")");
+                ep = createEndpoint(fill, peer, errorHandler, "ucp_ep_create (connect " + target + ")");
             } catch (Throwable t) {
                 result.completeExceptionally(t);
                 return;
             }
-            // The flush completes when wire-up has finished, which proves the peer accepted.
             UcxFuture<Void> flushed = new UcxFuture<>();
             Operation flush = new Operation(rt, Operation.SEND, "connect", ep, 0, flushed);
             ep.startFlush(flush);
@@ -229,9 +345,7 @@ public final class UcxWorker implements AutoCloseable {
                     timer.cancel();
                 }
                 if (e == null) {
-                    if (!result.complete(ep)) {
-                        return;
-                    }
+                    result.complete(ep);
                 } else if (!result.isDone()) {
                     int raw = e instanceof UcxException ue ? ue.rawStatus() : -6;
                     result.completeExceptionally(new UcxUnreachableException("connect", raw,
@@ -241,6 +355,33 @@ public final class UcxWorker implements AutoCloseable {
             });
         });
         return result;
+    }
+
+    /**
+     * This worker's UCX address, for peers to {@link #connect(WorkerAddress)} without a listener.
+     *
+     * @return the address (a copy, independent of the worker)
+     */
+    public WorkerAddress address() {
+        ensureOpen();
+        return call("address", () -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment attr = arena.allocate(Structs.UCP_WORKER_ATTR);
+                attr.set(JAVA_LONG, 0, WORKER_ATTR_FIELD_ADDRESS);
+                int status = UcxContext.callInt(() -> (byte) Ucp.worker_query.invokeExact(rt.handle, attr));
+                if (status != 0) {
+                    throw UcxException.of("ucp_worker_query", status, "worker address of " + name);
+                }
+                MemorySegment addr = attr.get(ADDRESS, Structs.offset(Structs.UCP_WORKER_ATTR, "address"));
+                long len = attr.get(JAVA_LONG, Structs.offset(Structs.UCP_WORKER_ATTR, "address_length"));
+                try {
+                    return WorkerAddress.of(org.ucx4j.internal.NativeLinker.view(addr, len)
+                            .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+                } finally {
+                    UcxContext.invoke(() -> { Ucp.worker_release_address.invokeExact(rt.handle, addr); });
+                }
+            }
+        });
     }
 
     /**
@@ -318,12 +459,18 @@ public final class UcxWorker implements AutoCloseable {
     }
 
     /** Lock held: creates an endpoint with peer error handling; {@code fill} sets the specific params. */
-    UcxEndpoint createEndpoint(ToLongFunction<MemorySegment> fill, InetSocketAddress peer,
+    /** Fills the specific part of {@code ucp_ep_params_t}; returns the field-mask bits it set. */
+    @FunctionalInterface
+    interface EndpointParams {
+        long fill(MemorySegment params, Arena arena);
+    }
+
+    UcxEndpoint createEndpoint(EndpointParams fill, InetSocketAddress peer,
                                EndpointErrorHandler errorHandler, String call) {
         int slot = endpoints.reserve();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment params = arena.allocate(Structs.UCP_EP_PARAMS);
-            long mask = EP_PARAM_FIELD_ERR_HANDLING_MODE | EP_PARAM_FIELD_ERR_HANDLER | fill.applyAsLong(params);
+            long mask = EP_PARAM_FIELD_ERR_HANDLING_MODE | EP_PARAM_FIELD_ERR_HANDLER | fill.fill(params, arena);
             params.set(JAVA_LONG, 0, mask);
             params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "err_mode"), ERR_HANDLING_MODE_PEER);
             params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.cb"), Upcalls.EP_ERROR);
@@ -335,6 +482,7 @@ public final class UcxWorker implements AutoCloseable {
             }
             UcxEndpoint ep = new UcxEndpoint(rt, out.get(ADDRESS, 0), slot, peer, errorHandler);
             endpoints.set(slot, ep);
+            activeMessages.endpointOpened(ep);
             return ep;
         } catch (RuntimeException e) {
             endpoints.unreserve(slot);
@@ -344,6 +492,7 @@ public final class UcxWorker implements AutoCloseable {
 
     void endpointClosed(UcxEndpoint ep) {
         endpoints.remove(ep.id, ep);
+        activeMessages.endpointClosed(ep);
     }
 
     void endpointFailed(int endpointId, int status) {
@@ -421,6 +570,42 @@ public final class UcxWorker implements AutoCloseable {
             MemorySegment r;
             try {
                 r = (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, dst, len, tag, mask, p);
+            } catch (Throwable t) {
+                rt.failUnsubmitted(op, t);
+                return;
+            }
+            rt.started(op, r, null);
+        });
+        return f;
+    }
+
+    /**
+     * Receives one tagged message from any endpoint into several native segments, in order (a scatter
+     * receive).
+     *
+     * @param segments where to receive; their total is the largest message accepted
+     * @param tag the tag to match
+     * @param mask which bits must match
+     * @return the sender's tag and the total length
+     */
+    public UcxFuture<TagInfo> tagRecvAsync(List<MemorySegment> segments, long tag, long mask) {
+        ensureOpen();
+        return tagRecvIov(null, segments, tag, mask);
+    }
+
+    UcxFuture<TagInfo> tagRecvIov(UcxEndpoint ep, List<MemorySegment> segments, long tag, long mask) {
+        UcxFuture<TagInfo> f = new UcxFuture<>();
+        Operation op = new Operation(rt, Operation.TAG_RECV, "ucp_tag_recv_nbx (iov)", ep, Iov.total(segments), f);
+        MemorySegment list = Iov.forReceive(op, segments);
+        long count = segments.size();
+        rt.submit(op, () -> {
+            if (ep != null && !ep.usable(op)) {
+                return;
+            }
+            MemorySegment p = rt.iovParam(op, Upcalls.TAG_RECV, WorkerRuntime.OP_ATTR_FLAG_NO_IMM_CMPL, 0);
+            MemorySegment r;
+            try {
+                r = (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, list, count, tag, mask, p);
             } catch (Throwable t) {
                 rt.failUnsubmitted(op, t);
                 return;
@@ -617,10 +802,11 @@ public final class UcxWorker implements AutoCloseable {
             List<UcxFuture<Void>> closes = started.getNow(List.of());
             CompletableFuture<Void> all = CompletableFuture.allOf(closes.toArray(new CompletableFuture[0]));
             rt.drive(all, timeout);
-            CompletableFuture<Void> drained = new CompletableFuture<>();
+            // Let UCX report what the closes and cancellations completed, briefly.
+            CompletableFuture<Void> never = new CompletableFuture<>();
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
-            while (rt.pendingOperations() > 0 && System.nanoTime() < deadline) {
-                rt.drive(drained, TimeUnit.MILLISECONDS.toNanos(5));
+            while (pendingOperations() > 0 && System.nanoTime() < deadline) {
+                rt.drive(never, TimeUnit.MILLISECONDS.toNanos(5));
             }
         } finally {
             rt.stopThread();
@@ -633,9 +819,5 @@ public final class UcxWorker implements AutoCloseable {
     @Override
     public String toString() {
         return "UcxWorker[" + name + ", " + options.progressMode().configName() + (state.get() != 0 ? ", closed" : "") + "]";
-    }
-
-    static InetAddress anyLocal() {
-        return new InetSocketAddress(0).getAddress();
     }
 }

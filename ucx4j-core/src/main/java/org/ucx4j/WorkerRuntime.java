@@ -57,6 +57,10 @@ final class WorkerRuntime implements UpcallTarget {
     static final long P_CB = Structs.offset(Structs.UCP_REQUEST_PARAM, "cb");
     static final long P_USER_DATA = Structs.offset(Structs.UCP_REQUEST_PARAM, "user_data");
     static final long P_RECV_INFO = Structs.offset(Structs.UCP_REQUEST_PARAM, "recv_info");
+    static final long P_DATATYPE = Structs.offset(Structs.UCP_REQUEST_PARAM, "datatype");
+    static final int OP_ATTR_FIELD_DATATYPE = 1 << 3;
+    /** {@code ucp_dt_make_iov()}. */
+    static final long DATATYPE_IOV = 2;
 
     private static final int MAX_PROGRESS_PER_ROUND = 64;
     /**
@@ -477,6 +481,13 @@ final class WorkerRuntime implements UpcallTarget {
     }
 
     /** Fails an operation that could not even be submitted. Lock held or not yet registered. */
+    /** Fills the scratch param for a scatter-gather request (datatype iov). Lock held. */
+    MemorySegment iovParam(Operation op, MemorySegment callback, int extraAttrs, int flags) {
+        MemorySegment p = param(op, callback, OP_ATTR_FIELD_DATATYPE | extraAttrs, flags);
+        p.set(JAVA_LONG, P_DATATYPE, DATATYPE_IOV);
+        return p;
+    }
+
     void failUnsubmitted(Operation op, Throwable t) {
         if (op.id >= 0) {
             release(op);
@@ -525,7 +536,7 @@ final class WorkerRuntime implements UpcallTarget {
             MemorySegment.copy(op.staging, 0, op.copyBackTo, 0, n);
         } else if (status == UCS_OK && op.copyBackTo != null && op.staging != null && value instanceof Long len) {
             MemorySegment.copy(op.staging, 0, op.copyBackTo, 0, Math.min(len, op.copyBackTo.byteSize()));
-        } else if (status == UCS_OK && op.copyBackTo != null && op.staging != null && value == null) {
+        } else if (status == UCS_OK && op.copyBackTo != null && op.staging != null && "ucp_get_nbx".equals(op.call)) {
             // RMA get into heap memory: UCX filled the whole staging buffer.
             MemorySegment.copy(op.staging, 0, op.copyBackTo, 0, op.copyBackTo.byteSize());
         }
@@ -559,6 +570,16 @@ final class WorkerRuntime implements UpcallTarget {
         if (op.staging != null) {
             Libc.free(op.staging);
             op.staging = null;
+        }
+        if (op.headerStaging != null) {
+            Libc.free(op.headerStaging);
+            op.headerStaging = null;
+        }
+        if (op.extraStaging != null) {
+            for (MemorySegment block : op.extraStaging) {
+                Libc.free(block);
+            }
+            op.extraStaging = null;
         }
     }
 
@@ -651,6 +672,17 @@ final class WorkerRuntime implements UpcallTarget {
         upcallDepth++;
         try {
             worker.connectionRequested(listenerId, connRequest);
+        } finally {
+            upcallDepth--;
+        }
+    }
+
+    @Override
+    public byte onActiveMessage(int handlerId, MemorySegment header, long headerLength, MemorySegment data,
+                                long length, MemorySegment param) {
+        upcallDepth++;
+        try {
+            return worker.activeMessages().onMessage(handlerId, header, headerLength, data, length, param);
         } finally {
             upcallDepth--;
         }

@@ -1,5 +1,6 @@
 package org.ucx4j;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -92,6 +93,36 @@ class ConnectionErrorsTest {
             UcxException e = assertThrows(UcxUnreachableException.class,
                     () -> worker.connect("no-such-host.invalid", 1234));
             assertTrue(e.getMessage().contains("no-such-host.invalid"), e.getMessage());
+        }
+    }
+
+    @Test
+    void handlerThatRejectsFailsTheClientAndCanAcceptOthers() throws Exception {
+        NativeRequirement.assumeUcx();
+        java.util.concurrent.atomic.AtomicInteger seen = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicReference<ConnectionRequest> kept = new java.util.concurrent.atomic.AtomicReference<>();
+        try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker();
+             UcxWorker client = ctx.newWorker(withConnectTimeout(Duration.ofSeconds(3)))) {
+            UcxListener listener = server.listen(new InetSocketAddress("127.0.0.1", 0), request -> {
+                kept.set(request);
+                if (seen.incrementAndGet() == 1) {
+                    request.reject();
+                } else {
+                    request.accept();
+                }
+            });
+            assertTrue(listener.address().getAddress().isLoopbackAddress(), listener.address().toString());
+            UcxException e = assertThrows(UcxException.class, () -> client.connect(listener.address()));
+            assertTrue(e instanceof UcxUnreachableException || e instanceof UcxConnectionResetException, e.toString());
+            assertTrue(e.getMessage().contains(":" + listener.port()), e.getMessage());
+            try (UcxEndpoint ok = client.connect(listener.address())) {
+                assertTrue(ok.isOpen());
+            }
+            assertEquals(2, seen.get());
+            assertEquals(1, listener.acceptedCount());
+            // A request can only be decided inside the handler.
+            IllegalStateException late = assertThrows(IllegalStateException.class, () -> kept.get().reject());
+            assertTrue(late.getMessage().contains("decided"), late.getMessage());
         }
     }
 }

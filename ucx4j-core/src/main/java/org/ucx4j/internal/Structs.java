@@ -138,6 +138,19 @@ public final class Structs {
             JAVA_LONG.withName("sender_tag"),
             JAVA_LONG.withName("length"));
 
+    /** {@code ucp_am_handler_param_t}. */
+    public static final StructLayout UCP_AM_HANDLER_PARAM = MemoryLayout.structLayout(
+            JAVA_LONG.withName("field_mask"),
+            JAVA_INT.withName("id"),
+            JAVA_INT.withName("flags"),
+            ADDRESS.withName("cb"),
+            ADDRESS.withName("arg"));
+
+    /** {@code ucp_am_recv_param_t}. */
+    public static final StructLayout UCP_AM_RECV_PARAM = MemoryLayout.structLayout(
+            JAVA_LONG.withName("recv_attr"),
+            ADDRESS.withName("reply_ep"));
+
     // ---------------------------------------------------------------- RMA (memory regions, remote keys)
 
     /** {@code ucp_mem_map_params_t} (UCX 1.13; 1.14 appends {@code exported_memh_buffer}, guarded by field_mask). */
@@ -175,6 +188,8 @@ public final class Structs {
         all.put("ucp_conn_request_attr_t", UCP_CONN_REQUEST_ATTR);
         all.put("ucp_request_param_t", UCP_REQUEST_PARAM);
         all.put("ucp_tag_recv_info_t", UCP_TAG_RECV_INFO);
+        all.put("ucp_am_handler_param_t", UCP_AM_HANDLER_PARAM);
+        all.put("ucp_am_recv_param_t", UCP_AM_RECV_PARAM);
         // RMA.
         all.put("ucp_mem_map_params_t", UCP_MEM_MAP_PARAMS);
         all.put("ucp_mem_attr_t", UCP_MEM_ATTR);

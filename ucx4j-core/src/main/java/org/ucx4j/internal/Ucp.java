@@ -99,6 +99,16 @@ public final class Ucp {
     public static final MethodHandle stream_recv_nbx =
             fn("ucp_stream_recv_nbx", statusPtr(ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS));
 
+    // Active messages (UCX 1.10+).
+    public static final MethodHandle worker_set_am_recv_handler =
+            fn("ucp_worker_set_am_recv_handler", status(ADDRESS, ADDRESS));
+    public static final MethodHandle am_send_nbx =
+            fn("ucp_am_send_nbx", statusPtr(ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
+    public static final MethodHandle am_recv_data_nbx =
+            fn("ucp_am_recv_data_nbx", statusPtr(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
+    public static final MethodHandle am_data_release =
+            fn("ucp_am_data_release", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+
     // Requests.
     public static final MethodHandle request_cancel = fn("ucp_request_cancel", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
     public static final MethodHandle request_free = tiny("ucp_request_free", FunctionDescriptor.ofVoid(ADDRESS));

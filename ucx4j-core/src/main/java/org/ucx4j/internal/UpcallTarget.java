@@ -22,6 +22,15 @@ public interface UpcallTarget {
     /** A client asked a listener to connect. */
     void onConnectionRequest(int listenerId, MemorySegment connRequest);
 
+    /**
+     * An active message arrived.
+     *
+     * @return the {@code ucs_status_t} to give UCX: OK when the data was consumed, INPROGRESS when it is
+     *     being received or kept
+     */
+    byte onActiveMessage(int handlerId, MemorySegment header, long headerLength, MemorySegment data, long length,
+                         MemorySegment param);
+
     /** An upcall itself failed: report it, never rethrow into native code. */
     void onUpcallFailure(String what, Throwable failure);
 }

@@ -49,6 +49,18 @@ public final class Upcalls {
             MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class),
             FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
 
+    /**
+     * {@code ucs_status_t (*)(void *arg, const void *header, size_t header_length, void *data,
+     * size_t length, const ucp_am_recv_param_t *param)}.
+     */
+    public static final MemorySegment AM_RECV = NativeLinker.upcall(Upcalls.class, "activeMessage",
+            MethodType.methodType(byte.class, MemorySegment.class, MemorySegment.class, long.class, MemorySegment.class,
+                    long.class, MemorySegment.class),
+            FunctionDescriptor.of(JAVA_BYTE, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
+
+    /** {@code UCS_OK}: what an active-message upcall answers when it cannot do better. */
+    private static final byte UCS_OK = 0;
+
     private Upcalls() {}
 
     /**
@@ -167,6 +179,22 @@ public final class Upcalls {
             t.onConnectionRequest((int) word, connRequest);
         } catch (Throwable e) {
             report(t, "connection request handling", e);
+        }
+    }
+
+    static byte activeMessage(MemorySegment arg, MemorySegment header, long headerLength, MemorySegment data,
+                              long length, MemorySegment param) {
+        long word = arg.address();
+        UpcallTarget t = target(word);
+        if (t == null) {
+            miss("active message", word);
+            return UCS_OK;
+        }
+        try {
+            return t.onActiveMessage((int) word, header, headerLength, data, length, param);
+        } catch (Throwable e) {
+            report(t, "active message", e);
+            return UCS_OK;
         }
     }
 

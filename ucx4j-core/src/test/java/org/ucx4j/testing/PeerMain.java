@@ -42,6 +42,8 @@ public final class PeerMain {
         switch (args[0]) {
             case "echo-server" -> echoServer(options, false);
             case "sink-server" -> echoServer(options, true);
+            case "am-echo-server" -> amEchoServer(options);
+            case "address-server" -> addressServer(options, java.nio.file.Path.of(args[1]));
             case "rma-server" -> rmaServer(options, Long.parseLong(args[1]), args[2].equals("allocate"));
             case "clients" -> clients(options, Integer.parseInt(args[1]), Integer.parseInt(args[2]),
                     Long.parseLong(args[3]));
@@ -83,6 +85,54 @@ public final class PeerMain {
                     } catch (RuntimeException e) {
                         System.out.println("SEND-FAILED " + e);
                     }
+                }
+            }
+        }
+    }
+
+    /** Echoes every message of the simple active-message channel back to its sender. */
+    private static void amEchoServer(WorkerOptions options) throws Exception {
+        try (UcxContext ctx = UcxContext.builder().option("RNDV_THRESH", "1024").build();
+             UcxWorker worker = ctx.newWorker(options)) {
+            UcxListener listener = worker.listen(0, ep -> Thread.ofVirtual().start(() -> {
+                try {
+                    while (true) {
+                        MemorySegment data = ep.amRecv();
+                        ep.amSend(data);
+                    }
+                } catch (RuntimeException gone) {
+                    // The client left.
+                }
+            }));
+            System.out.println("PORT " + listener.port());
+            Thread.sleep(Duration.ofHours(1));
+        }
+    }
+
+    /** Hello tag of the address server: the payload is the client's worker address. */
+    public static final long ADDRESS_HELLO_TAG = 0x4845_4C4C_4FL;
+
+    /**
+     * IP-less server: writes its worker address to {@code file} (atomically), then answers each hello
+     * by connecting back to the sender's worker address and echoes tag messages to it.
+     */
+    private static void addressServer(WorkerOptions options, java.nio.file.Path file) throws Exception {
+        try (UcxContext ctx = UcxContext.create(); UcxWorker worker = ctx.newWorker(options);
+             Arena arena = Arena.ofShared()) {
+            java.nio.file.Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+            java.nio.file.Files.writeString(tmp, worker.address().toString());
+            java.nio.file.Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            System.out.println("ADDRESS-WRITTEN");
+            MemorySegment buf = arena.allocate(1 << 20);
+            UcxEndpoint back = null;
+            while (true) {
+                TagInfo info = worker.tagRecv(buf, 0, 0);
+                if (info.senderTag() == ADDRESS_HELLO_TAG) {
+                    byte[] address = buf.asSlice(0, info.length()).toArray(ValueLayout.JAVA_BYTE);
+                    back = worker.connect(org.ucx4j.WorkerAddress.of(address));
+                    System.out.println("CONNECTED-BACK");
+                } else if (back != null) {
+                    back.tagSend(buf.asSlice(0, info.length()), info.senderTag() | EchoProtocol.REPLY_BIT);
                 }
             }
         }

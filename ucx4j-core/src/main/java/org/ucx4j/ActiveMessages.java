@@ -1,0 +1,173 @@
+package org.ucx4j;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.ucx4j.internal.NativeLinker;
+import org.ucx4j.internal.Structs;
+import org.ucx4j.internal.Ucp;
+import org.ucx4j.internal.Upcalls;
+
+/**
+ * A worker's active-message receive side: handlers by id, the allocator, and the routing of the simple
+ * per-endpoint channel ({@link UcxEndpoint#amRecvAsync()}). Everything here runs with the worker's
+ * progress lock held.
+ *
+ * <p>Why the body is fetched inside the callback: UCX passes rendezvous data as a descriptor that must
+ * be received or released; receiving it at once into allocator memory means no descriptor can leak,
+ * whatever the user's handler does.
+ */
+final class ActiveMessages {
+    private static final Logger LOG = LoggerFactory.getLogger(ActiveMessages.class);
+
+    /** The id of the simple channel; user ids are 0 .. {@value #MAX_USER_ID}. */
+    static final int SIMPLE_ID = 0xFFFF;
+    /** The largest id a user may register. */
+    static final int MAX_USER_ID = 0xFFFE;
+
+    static final long HANDLER_PARAM_FIELD_ID = 1;
+    static final long HANDLER_PARAM_FIELD_FLAGS = 1 << 1;
+    static final long HANDLER_PARAM_FIELD_CB = 1 << 2;
+    static final long HANDLER_PARAM_FIELD_ARG = 1 << 3;
+    static final int AM_FLAG_WHOLE_MSG = 1;
+    static final long RECV_ATTR_FIELD_REPLY_EP = 1;
+    static final long RECV_ATTR_FLAG_RNDV = 1L << 17;
+    static final int SEND_FLAG_REPLY = 1;
+    private static final byte UCS_OK = 0;
+    private static final byte UCS_INPROGRESS = 1;
+
+    private final WorkerRuntime rt;
+    private final Map<Integer, AmHandler> handlers = new HashMap<>();
+    private final Map<Long, UcxEndpoint> endpointsByHandle = new HashMap<>();
+    private volatile AmAllocator allocator = AmAllocator.host();
+
+    ActiveMessages(WorkerRuntime rt) {
+        this.rt = rt;
+    }
+
+    void allocator(AmAllocator a) {
+        this.allocator = Objects.requireNonNull(a, "allocator");
+    }
+
+    void endpointOpened(UcxEndpoint ep) {
+        endpointsByHandle.put(ep.handle.address(), ep);
+    }
+
+    void endpointClosed(UcxEndpoint ep) {
+        endpointsByHandle.remove(ep.handle.address(), ep);
+    }
+
+    /** Registers (or with null, removes) the UCX receive callback for an id. Lock held. */
+    void register(int id, AmHandler handler) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment p = arena.allocate(Structs.UCP_AM_HANDLER_PARAM);
+            p.set(JAVA_LONG, 0, HANDLER_PARAM_FIELD_ID | HANDLER_PARAM_FIELD_FLAGS | HANDLER_PARAM_FIELD_CB
+                    | HANDLER_PARAM_FIELD_ARG);
+            p.set(JAVA_INT, Structs.offset(Structs.UCP_AM_HANDLER_PARAM, "id"), id);
+            p.set(JAVA_INT, Structs.offset(Structs.UCP_AM_HANDLER_PARAM, "flags"), AM_FLAG_WHOLE_MSG);
+            p.set(ADDRESS, Structs.offset(Structs.UCP_AM_HANDLER_PARAM, "cb"),
+                    handler == null && id != SIMPLE_ID ? MemorySegment.NULL : Upcalls.AM_RECV);
+            p.set(ADDRESS, Structs.offset(Structs.UCP_AM_HANDLER_PARAM, "arg"), Upcalls.userData(rt.id, id));
+            int status = UcxContext.callInt(() -> (byte) Ucp.worker_set_am_recv_handler.invokeExact(rt.handle, p));
+            if (status != 0) {
+                throw UcxException.of("ucp_worker_set_am_recv_handler", status, "active message id " + id);
+            }
+        }
+        if (handler == null) {
+            handlers.remove(id);
+        } else {
+            handlers.put(id, handler);
+        }
+    }
+
+    /** The UCX callback: copies or fetches the body, then hands the message over. Lock held. */
+    byte onMessage(int id, MemorySegment header, long headerLength, MemorySegment data, long length,
+                   MemorySegment param) {
+        MemorySegment recvParam = NativeLinker.view(param, Structs.UCP_AM_RECV_PARAM.byteSize());
+        long attrs = recvParam.get(JAVA_LONG, 0);
+        UcxEndpoint sender = null;
+        if ((attrs & RECV_ATTR_FIELD_REPLY_EP) != 0) {
+            sender = endpointsByHandle.get(recvParam.get(ADDRESS, 8).address());
+        }
+        boolean rendezvous = (attrs & RECV_ATTR_FLAG_RNDV) != 0;
+        byte[] hdr = headerLength == 0 ? new byte[0]
+                : NativeLinker.view(header, headerLength).toArray(JAVA_BYTE);
+        UcxFuture<MemorySegment> body = new UcxFuture<>();
+        MemorySegment dst;
+        try {
+            dst = allocator.allocate(length);
+            if (!dst.isNative() || dst.byteSize() < length) {
+                throw new IllegalStateException("the allocator returned " + dst + " for " + length + " bytes");
+            }
+        } catch (Throwable t) {
+            LOG.error("active message allocator failed for {} bytes (id {}); message dropped", length, id, t);
+            if (rendezvous) {
+                UcxContext.invoke(() -> { Ucp.am_data_release.invokeExact(rt.handle, data); });
+            }
+            return UCS_OK;
+        }
+        byte status;
+        if (rendezvous) {
+            fetch(data, dst, length, sender, body);
+            status = UCS_INPROGRESS;
+        } else {
+            if (length > 0) {
+                MemorySegment.copy(NativeLinker.view(data, length), 0, dst, 0, length);
+            }
+            body.complete(dst.asSlice(0, length));
+            status = UCS_OK;
+        }
+        AmMessage message = new AmMessage(id, hdr, length, rendezvous, sender, body);
+        if (id == SIMPLE_ID) {
+            if (sender == null) {
+                LOG.warn("simple active message of {} bytes from an endpoint this worker does not know; dropped", length);
+            } else {
+                sender.deliverSimple(message);
+            }
+        } else {
+            AmHandler handler = handlers.get(id);
+            if (handler == null) {
+                LOG.warn("active message id {} has no handler; dropped", id);
+            } else {
+                try {
+                    handler.onMessage(message);
+                } catch (Throwable t) {
+                    LOG.error("active message handler for id {} failed on {}", id, message, t);
+                }
+            }
+        }
+        return status;
+    }
+
+    private void fetch(MemorySegment desc, MemorySegment dst, long length, UcxEndpoint sender, UcxFuture<MemorySegment> body) {
+        UcxFuture<Long> received = new UcxFuture<>();
+        Operation op = new Operation(rt, Operation.STREAM_RECV, "ucp_am_recv_data_nbx", sender, length, received);
+        MemorySegment p = rt.param(op, Upcalls.STREAM_RECV, 0, 0);
+        MemorySegment target = MemorySegment.ofAddress(dst.address());
+        MemorySegment r;
+        try {
+            r = (MemorySegment) Ucp.am_recv_data_nbx.invokeExact(rt.handle, desc, target, length, p);
+        } catch (Throwable t) {
+            rt.failUnsubmitted(op, t);
+            body.completeExceptionally(t);
+            return;
+        }
+        received.whenComplete((n, e) -> {
+            if (e != null) {
+                body.completeExceptionally(e);
+            } else {
+                body.complete(dst.asSlice(0, length));
+            }
+        });
+        rt.started(op, r, length);
+    }
+}

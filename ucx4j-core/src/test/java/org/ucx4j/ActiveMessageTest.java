@@ -1,0 +1,172 @@
+package org.ucx4j;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.ucx4j.testing.PeerProcess;
+
+/** Active messages: no receive posted in advance, sizes around the rendezvous threshold, headers, handlers. */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class ActiveMessageTest {
+    private static final long[] SIZES = {0, 1, 1023, 1024, 1025, 65_536, 8 << 20, 64L << 20};
+
+    private UcxContext ctx;
+    private UcxWorker server;
+    private UcxWorker client;
+    private UcxEndpoint toServer;
+    private UcxEndpoint toClient;
+    private Arena arena;
+
+    @BeforeEach
+    void connect() throws Exception {
+        NativeRequirement.assumeUcx();
+        // A low threshold so that small sizes already take the rendezvous path.
+        ctx = UcxContext.builder().option("RNDV_THRESH", "1024").build();
+        server = ctx.newWorker();
+        client = ctx.newWorker();
+        CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
+        UcxListener l = server.listen(0, accepted::complete);
+        toServer = client.connect("127.0.0.1", l.port());
+        toClient = accepted.get(10, TimeUnit.SECONDS);
+        arena = Arena.ofShared();
+    }
+
+    @AfterEach
+    void close() {
+        if (arena != null) {
+            arena.close();
+        }
+        if (ctx != null) {
+            ctx.close();
+        }
+    }
+
+    private MemorySegment pattern(long size, int seed) {
+        MemorySegment s = arena.allocate(Math.max(size, 1)).asSlice(0, size);
+        for (long i = 0; i < size; i += 4096) {
+            s.set(ValueLayout.JAVA_BYTE, i, (byte) (i / 4096 + seed));
+        }
+        if (size > 0) {
+            s.set(ValueLayout.JAVA_BYTE, size - 1, (byte) seed);
+        }
+        return s;
+    }
+
+    @Test
+    void simpleChannelReceiverAskingBeforeAndAfterTheSender() {
+        int seed = 1;
+        for (long size : SIZES) {
+            MemorySegment out = pattern(size, seed++);
+            // Receiver first.
+            UcxFuture<MemorySegment> early = toClient.amRecvAsync();
+            toServer.amSend(out);
+            MemorySegment got = server.await(early, Duration.ofSeconds(60));
+            assertEquals(size, got.byteSize(), "size " + size);
+            assertEquals(-1L, out.mismatch(got), "content of " + size + " bytes");
+            // Sender first: the message waits for the receive.
+            toServer.amSend(out);
+            MemorySegment late = toClient.amRecv();
+            assertEquals(-1L, out.mismatch(late), "content of " + size + " bytes (late receiver)");
+        }
+    }
+
+    @Test
+    void handlerGetsHeaderSenderAndBodyInEitherMode() throws Exception {
+        LinkedBlockingQueue<AmMessage> got = new LinkedBlockingQueue<>();
+        server.setAmHandler(7, got::add);
+        byte[] header = "sixteen-byte-hdr".getBytes();
+        for (AmSendMode mode : AmSendMode.values()) {
+            MemorySegment body = pattern(100_000, mode.ordinal());
+            toServer.amSend(7, MemorySegment.ofArray(header), body, mode);
+            AmMessage m = got.poll(30, TimeUnit.SECONDS);
+            assertArrayEquals(header, m.header());
+            assertEquals(7, m.id());
+            assertEquals(100_000, m.length());
+            if (mode == AmSendMode.RENDEZVOUS) {
+                assertTrue(m.isRendezvous(), "forced rendezvous");
+            }
+            if (mode == AmSendMode.EAGER) {
+                assertFalse(m.isRendezvous(), "forced eager");
+            }
+            assertTrue(m.sender().isPresent(), "the sender's endpoint is known");
+            MemorySegment data = server.await(m.data(), Duration.ofSeconds(30));
+            assertEquals(-1L, body.mismatch(data), "body in mode " + mode);
+        }
+    }
+
+    @Test
+    void headerUpToTheMaximumAndOneByteBeyond() throws Exception {
+        long max = client.maxAmHeader();
+        assertTrue(max > 0, "max_am_header " + max);
+        LinkedBlockingQueue<AmMessage> got = new LinkedBlockingQueue<>();
+        server.setAmHandler(3, got::add);
+        MemorySegment header = arena.allocate(max);
+        header.fill((byte) 9);
+        toServer.amSend(3, header, arena.allocate(10), AmSendMode.AUTO);
+        assertEquals(max, got.poll(30, TimeUnit.SECONDS).header().length);
+        MemorySegment tooBig = arena.allocate(max + 1);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> toServer.amSendAsync(3, tooBig, arena.allocate(10), AmSendMode.AUTO));
+        assertTrue(e.getMessage().contains("maximum of " + max), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> server.setAmHandler(0xFFFF, m -> { }));
+    }
+
+    @Test
+    void aHandlerThatThrowsIsReportedAndLaterMessagesStillArrive() throws Exception {
+        AtomicInteger calls = new AtomicInteger();
+        LinkedBlockingQueue<AmMessage> got = new LinkedBlockingQueue<>();
+        server.setAmHandler(5, m -> {
+            if (calls.incrementAndGet() == 1) {
+                throw new IllegalStateException("handler failure on purpose");
+            }
+            got.add(m);
+        });
+        toServer.amSend(5, MemorySegment.NULL, arena.allocate(8), AmSendMode.AUTO);
+        toServer.amSend(5, MemorySegment.NULL, pattern(4096, 3), AmSendMode.RENDEZVOUS);
+        AmMessage second = got.poll(30, TimeUnit.SECONDS);
+        assertEquals(4096, second.length());
+        assertEquals(2, calls.get());
+    }
+
+    @Test
+    void pendingSimpleReceiveFailsWhenTheEndpointCloses() {
+        UcxFuture<MemorySegment> pending = toClient.amRecvAsync();
+        toClient.close();
+        UcxException e = assertThrows(UcxException.class, () -> server.await(pending, Duration.ofSeconds(10)));
+        assertTrue(e instanceof UcxCanceledException, e.toString());
+    }
+
+    @Test
+    void echoThroughAnotherProcess() throws Exception {
+        try (PeerProcess peer = PeerProcess.start(Map.of(), "am-echo-server")) {
+            int port = Integer.parseInt(peer.awaitLine("PORT", Duration.ofSeconds(30)));
+            try (UcxEndpoint ep = client.connect("127.0.0.1", port)) {
+                int seed = 10;
+                for (long size : SIZES) {
+                    MemorySegment out = pattern(size, seed++);
+                    UcxFuture<MemorySegment> back = ep.amRecvAsync();
+                    ep.amSend(out);
+                    MemorySegment got = client.await(back, Duration.ofSeconds(60));
+                    assertEquals(size, got.byteSize());
+                    assertEquals(-1L, out.mismatch(got), "echo of " + size + " bytes");
+                }
+            }
+        }
+    }
+}
