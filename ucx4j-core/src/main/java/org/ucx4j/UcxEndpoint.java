@@ -648,7 +648,17 @@ public final class UcxEndpoint implements AutoCloseable {
         return peer == null ? "(worker address)" : peer.getAddress().getHostAddress() + ":" + peer.getPort();
     }
 
+    /**
+     * Refuses new operations on a closed endpoint: an {@link IllegalStateException} when the caller closed
+     * it, the endpoint's failure (a {@link UcxException}, fresh for this caller) when the peer broke it,
+     * since the caller needs to know the peer is gone, not that someone called close.
+     */
     private void ensureOpen() {
+        UcxException failed = failure;
+        if (failed != null) {
+            throw UcxException.of(failed.call(), failed.rawStatus(),
+                    "endpoint to " + describePeer() + " failed earlier: " + failed.getMessage());
+        }
         State s = state;
         if (s == State.CLOSING || s == State.CLOSED) {
             throw new IllegalStateException("endpoint to " + describePeer() + " is closed");
@@ -662,7 +672,7 @@ public final class UcxEndpoint implements AutoCloseable {
         if (s == State.OPEN) {
             return true;
         }
-        Throwable why = s == State.FAILED && failure != null ? failure
+        Throwable why = failure != null ? failure
                 : new IllegalStateException("endpoint to " + describePeer() + " is closed");
         rt.failUnsubmitted(op, why);
         return false;
@@ -678,10 +688,11 @@ public final class UcxEndpoint implements AutoCloseable {
             return;
         }
         UcxException error = UcxException.of("endpoint", status, "peer " + describePeer());
-        if (failure == null) {
+        boolean closing = state == State.CLOSING;
+        if (failure == null && !closing) {
+            // Only a failure of an open endpoint is the peer's doing; during our own close it is expected.
             failure = error;
         }
-        boolean closing = state == State.CLOSING;
         if (!closing) {
             state = State.FAILED;
         }

@@ -74,9 +74,12 @@ class PeerDeathTest {
             assertTrue(seen.getMessage().contains("127.0.0.1:" + port), seen.getMessage());
             assertFalse(ep.isOpen());
             assertTrue(ep.failure().isPresent());
-            // New operations on the dead endpoint fail at once with the same failure, not a hang.
-            UcxFuture<Void> late = ep.isOpen() ? null : null;
-            assertEquals(null, late);
+            // New operations on the dead endpoint fail at once with the peer failure, not a hang and not
+            // a misleading "closed by you".
+            UcxException late = org.junit.jupiter.api.Assertions.assertThrows(UcxException.class,
+                    () -> ep.tagSend(new byte[1], 1));
+            assertTrue(late instanceof UcxConnectionResetException || late instanceof UcxTimeoutException, late.toString());
+            assertTrue(late.getMessage().contains("failed earlier"), late.getMessage());
 
             // The worker is still usable: a fresh listener and connection on it work.
             CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
