@@ -247,11 +247,93 @@ public final class UcxContext implements AutoCloseable {
                 }
             }
         }
+        failure = closeRegions(failure);
         invoke(() -> { Ucp.cleanup.invokeExact(handle); });
         invoke(() -> { Ucp.config_release.invokeExact(ucpConfig); });
         if (failure != null) {
             throw failure;
         }
+    }
+
+    // ---------------------------------------------------------------- RMA: memory regions
+
+    /** Open memory regions; also the lock that serializes {@code ucp_mem_map/unmap}, {@code ucp_rkey_pack}. */
+    private final List<MemoryRegion> regions = new ArrayList<>();
+    /** Set (under the lock) once close has unmapped every region: no UCX call on this context after it. */
+    private boolean regionsClosed;
+
+    /**
+     * Registers existing native memory for remote access ({@code ucp_mem_map} of its address and length).
+     * The memory stays the caller's: keep it alive until the region is closed.
+     *
+     * @param segment native, writable, non-empty memory
+     * @return the region, owned by this context (closed with it) and by the caller
+     * @throws IllegalArgumentException for heap, read-only or empty segments
+     * @throws UcxException when UCX cannot map it
+     */
+    public MemoryRegion mapMemory(MemorySegment segment) {
+        synchronized (regions) {
+            ensureOpen();
+            MemoryRegion region = MemoryRegion.map(this, handle, segment);
+            regions.add(region);
+            return region;
+        }
+    }
+
+    /**
+     * Lets UCX allocate and register {@code size} bytes of host memory ({@code ucp_mem_map} with
+     * {@code UCP_MEM_MAP_ALLOCATE}); UCX frees it when the region closes.
+     *
+     * @param size bytes, positive
+     * @return the region, owned by this context (closed with it) and by the caller
+     * @throws UcxException when UCX cannot allocate or register it
+     */
+    public MemoryRegion allocateMemory(long size) {
+        synchronized (regions) {
+            ensureOpen();
+            MemoryRegion region = MemoryRegion.allocate(this, handle, size);
+            regions.add(region);
+            return region;
+        }
+    }
+
+    /** Runs a region operation with the region lock held and the context still initialised. */
+    <T> T withRegionLock(java.util.function.Function<MemorySegment, T> body) {
+        synchronized (regions) {
+            if (regionsClosed) {
+                throw new IllegalStateException("UCX context '" + name + "' is closed");
+            }
+            return body.apply(handle);
+        }
+    }
+
+    /** Lock held. */
+    void regionClosed(MemoryRegion region) {
+        regions.remove(region);
+    }
+
+    /** Closes every region (newest first) before {@code ucp_cleanup}; collects failures like close does. */
+    private RuntimeException closeRegions(RuntimeException failure) {
+        List<MemoryRegion> open;
+        synchronized (regions) {
+            open = new ArrayList<>(regions);
+        }
+        Collections.reverse(open);
+        for (MemoryRegion region : open) {
+            try {
+                region.close();
+            } catch (RuntimeException e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
+        }
+        synchronized (regions) {
+            regionsClosed = true;
+        }
+        return failure;
     }
 
     @Override

@@ -1,6 +1,8 @@
 package org.ucx4j;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -558,6 +560,7 @@ public final class UcxEndpoint implements AutoCloseable {
                 rt.abort(op, closed);
             }
         }
+        closeRemoteKeys();
         Operation op = new Operation(rt, Operation.SEND, "ucp_ep_close_nbx", null, 0, f);
         MemorySegment p = rt.param(op, Upcalls.SEND, WorkerRuntime.OP_ATTR_FIELD_FLAGS,
                 mode == CloseMode.FORCE ? CLOSE_FLAG_FORCE : 0);
@@ -732,6 +735,177 @@ public final class UcxEndpoint implements AutoCloseable {
             out.add(op);
         }
         return out;
+    }
+
+    // ------------------------------------------------------------------ RMA
+
+    /**
+     * The remote keys unpacked on this endpoint and not yet destroyed (lock held). UCX requires a key to
+     * be destroyed before the endpoint it was unpacked on.
+     */
+    private final List<RemoteKey> remoteKeys = new ArrayList<>();
+    /**
+     * Zeroed bytes after a packed key handed to {@code ucp_ep_rkey_unpack}, which takes no length and
+     * trusts the sizes inside the key: a 64-bit memory-domain map with a size byte per domain can claim
+     * at most 64 * (1 + 255) bytes plus a small tail, so a corrupted size never reads past our buffer.
+     */
+    private static final int RKEY_UNPACK_SLACK = 64 * 256 + 1024;
+
+    /**
+     * Unpacks a peer's remote key ({@code ucp_ep_rkey_unpack}) for use on this endpoint. The bytes are
+     * those of {@link MemoryRegion#packRemoteKey()} (format in {@link RemoteKey}); they are checked before
+     * any native call.
+     *
+     * @param remoteKey the packed bytes; not retained
+     * @return the key, owned by this endpoint (destroyed when it closes) and by the caller
+     * @throws IllegalArgumentException when the bytes are truncated or not a valid ucx4j remote key
+     * @throws UcxException when UCX rejects the packed key (naming {@code ucp_ep_rkey_unpack}), or the
+     *     endpoint's failure when it has failed
+     * @throws IllegalStateException when the endpoint is closed
+     */
+    public RemoteKey unpackRemoteKey(byte[] remoteKey) {
+        RemoteKeyFormat.Parsed parsed = RemoteKeyFormat.decode(remoteKey);
+        ensureOpen();
+        return rt.worker.call("unpackRemoteKey", () -> unpackLocked(parsed));
+    }
+
+    private RemoteKey unpackLocked(RemoteKeyFormat.Parsed parsed) {
+        State s = state;
+        if (s == State.FAILED && failure != null) {
+            throw failure;
+        }
+        if (s != State.OPEN) {
+            throw new IllegalStateException("endpoint to " + describePeer() + " is closed");
+        }
+        byte[] packed = parsed.packedKey();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment buffer = a.allocate(packed.length + RKEY_UNPACK_SLACK, 8);
+            MemorySegment.copy(packed, 0, buffer, ValueLayout.JAVA_BYTE, 0, packed.length);
+            MemorySegment out = a.allocate(ValueLayout.ADDRESS);
+            int status = UcxContext.callInt(() -> (byte) Ucp.ep_rkey_unpack.invokeExact(handle, buffer, out));
+            if (status != WorkerRuntime.UCS_OK) {
+                throw UcxException.of("ucp_ep_rkey_unpack", status, "a " + packed.length + "-byte packed key for a "
+                        + parsed.length() + "-byte region, endpoint to " + describePeer()
+                        + " (corrupted, or packed by a process this endpoint does not lead to)");
+            }
+            RemoteKey key = new RemoteKey(this, out.get(ValueLayout.ADDRESS, 0), parsed.base(), parsed.length());
+            remoteKeys.add(key);
+            return key;
+        }
+    }
+
+    /**
+     * Writes {@code local} into the peer's region at {@code remoteOffset} ({@code ucp_put_nbx}). The
+     * future completes when {@code local} may be reused; the data is then not necessarily visible at the
+     * peer: {@link #flush()} (or {@link UcxWorker#flush()}) completes when it is. An empty {@code local}
+     * completes at once.
+     *
+     * @param local the bytes to write (see the class comment about memory: heap memory is copied)
+     * @param key a key unpacked on this endpoint
+     * @param remoteOffset where in the region to write, from its start
+     * @return completes when {@code local} may be reused; fails if the endpoint fails or closes first, and
+     *     at once with the endpoint's failure when it has already failed
+     * @throws IndexOutOfBoundsException when the access does not fit the remote region (nothing is sent)
+     * @throws IllegalArgumentException when {@code key} belongs to another endpoint
+     * @throws IllegalStateException when the endpoint or the key is closed
+     */
+    public UcxFuture<Void> putAsync(MemorySegment local, RemoteKey key, long remoteOffset) {
+        return rma(true, local, key, remoteOffset);
+    }
+
+    /** Blocking twin of {@link #putAsync(MemorySegment, RemoteKey, long)}. */
+    public void put(MemorySegment local, RemoteKey key, long remoteOffset) {
+        rt.call(() -> putAsync(local, key, remoteOffset), "put");
+    }
+
+    /**
+     * Reads {@code local.byteSize()} bytes of the peer's region at {@code remoteOffset} into {@code local}
+     * ({@code ucp_get_nbx}). The future completes when the data is in {@code local} (copied back, for heap
+     * memory). An empty {@code local} completes at once.
+     *
+     * @param local where to read into; writable
+     * @param key a key unpacked on this endpoint
+     * @param remoteOffset where in the region to read, from its start
+     * @return completes when the data has arrived; fails if the endpoint fails or closes first, and at
+     *     once with the endpoint's failure when it has already failed
+     * @throws IndexOutOfBoundsException when the access does not fit the remote region (nothing is sent)
+     * @throws IllegalArgumentException when {@code key} belongs to another endpoint or {@code local} is
+     *     read-only
+     * @throws IllegalStateException when the endpoint or the key is closed
+     */
+    public UcxFuture<Void> getAsync(MemorySegment local, RemoteKey key, long remoteOffset) {
+        return rma(false, local, key, remoteOffset);
+    }
+
+    /** Blocking twin of {@link #getAsync(MemorySegment, RemoteKey, long)}. */
+    public void get(MemorySegment local, RemoteKey key, long remoteOffset) {
+        rt.call(() -> getAsync(local, key, remoteOffset), "get");
+    }
+
+    private UcxFuture<Void> rma(boolean put, MemorySegment local, RemoteKey key, long remoteOffset) {
+        Objects.requireNonNull(local, "local");
+        Objects.requireNonNull(key, "key");
+        if (key.endpoint() != this) {
+            throw new IllegalArgumentException("the remote key was unpacked on " + key.endpoint()
+                    + ", not on " + this + ": a key works only on its own endpoint");
+        }
+        long len = local.byteSize();
+        key.checkAccess(remoteOffset, len);
+        UcxFuture<Void> f = new UcxFuture<>();
+        UcxException failed = failure;
+        if (failed != null) {
+            // The peer is gone (the endpoint may have closed itself since): say so, not just "closed".
+            f.completeExceptionally(failed);
+            return f;
+        }
+        ensureOpen();
+        key.ensureOpen();
+        if (len == 0) {
+            f.complete(null);
+            return f;
+        }
+        String call = put ? "ucp_put_nbx" : "ucp_get_nbx";
+        Operation op = new Operation(rt, Operation.SEND, call, this, len, f);
+        MemorySegment buffer = put ? Buffers.forSend(op, local) : Buffers.forReceive(op, local);
+        long remote = key.address(remoteOffset);
+        rt.submit(op, () -> {
+            if (failure != null) {
+                rt.failUnsubmitted(op, failure);
+                return;
+            }
+            if (!usable(op)) {
+                return;
+            }
+            if (!key.acquire()) {
+                rt.failUnsubmitted(op, new IllegalStateException("remote key (region of " + key.size()
+                        + " bytes) is closed"));
+                return;
+            }
+            f.whenComplete((v, e) -> rt.execute(key::release));
+            MemorySegment p = rt.param(op, Upcalls.SEND, 0, 0);
+            MemorySegment r;
+            try {
+                r = put ? (MemorySegment) Ucp.put_nbx.invokeExact(handle, buffer, len, remote, key.handle(), p)
+                        : (MemorySegment) Ucp.get_nbx.invokeExact(handle, buffer, len, remote, key.handle(), p);
+            } catch (Throwable t) {
+                rt.failUnsubmitted(op, t);
+                return;
+            }
+            rt.started(op, r, null);
+        });
+        return f;
+    }
+
+    /** Asks every remote key of this endpoint to close; each is destroyed once idle. Lock held. */
+    private void closeRemoteKeys() {
+        for (RemoteKey key : new ArrayList<>(remoteKeys)) {
+            key.requestClose();
+        }
+    }
+
+    /** Lock held. */
+    void remoteKeyDestroyed(RemoteKey key) {
+        remoteKeys.remove(key);
     }
 
     @Override

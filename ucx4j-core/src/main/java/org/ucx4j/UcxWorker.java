@@ -6,7 +6,6 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -668,6 +667,24 @@ public final class UcxWorker implements AutoCloseable {
         rt.call(() -> flushAsync(), "flush");
     }
 
+    // ------------------------------------------------------------------ RMA fence
+
+    /**
+     * Orders RMA ({@code ucp_worker_fence}): puts and gets issued on this worker after the fence are
+     * performed at their targets after those issued before it. It does not wait for anything; use
+     * {@link #flush()} or {@link UcxEndpoint#flush()} to know that operations have completed remotely.
+     *
+     * <p>Threading: safe from any thread; returns at once (runs with the progress lock).
+     *
+     * @throws UcxException when UCX reports a failure
+     * @throws IllegalStateException when the worker is closed
+     */
+    public void fence() {
+        ensureOpen();
+        int status = call("fence", () -> UcxContext.callInt(() -> (byte) Ucp.worker_fence.invokeExact(rt.handle)));
+        UcxContext.check(status, "ucp_worker_fence", "worker " + name);
+    }
+
     // ------------------------------------------------------------------ info
 
     /**
@@ -785,10 +802,11 @@ public final class UcxWorker implements AutoCloseable {
             List<UcxFuture<Void>> closes = started.getNow(List.of());
             CompletableFuture<Void> all = CompletableFuture.allOf(closes.toArray(new CompletableFuture[0]));
             rt.drive(all, timeout);
-            CompletableFuture<Void> drained = new CompletableFuture<>();
+            // Let UCX report what the closes and cancellations completed, briefly.
+            CompletableFuture<Void> never = new CompletableFuture<>();
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
-            while (rt.pendingOperations() > 0 && System.nanoTime() < deadline) {
-                rt.drive(drained, TimeUnit.MILLISECONDS.toNanos(5));
+            while (pendingOperations() > 0 && System.nanoTime() < deadline) {
+                rt.drive(never, TimeUnit.MILLISECONDS.toNanos(5));
             }
         } finally {
             rt.stopThread();
@@ -801,9 +819,5 @@ public final class UcxWorker implements AutoCloseable {
     @Override
     public String toString() {
         return "UcxWorker[" + name + ", " + options.progressMode().configName() + (state.get() != 0 ? ", closed" : "") + "]";
-    }
-
-    static InetAddress anyLocal() {
-        return new InetSocketAddress(0).getAddress();
     }
 }

@@ -536,6 +536,9 @@ final class WorkerRuntime implements UpcallTarget {
             MemorySegment.copy(op.staging, 0, op.copyBackTo, 0, n);
         } else if (status == UCS_OK && op.copyBackTo != null && op.staging != null && value instanceof Long len) {
             MemorySegment.copy(op.staging, 0, op.copyBackTo, 0, Math.min(len, op.copyBackTo.byteSize()));
+        } else if (status == UCS_OK && op.copyBackTo != null && op.staging != null && "ucp_get_nbx".equals(op.call)) {
+            // RMA get into heap memory: UCX filled the whole staging buffer.
+            MemorySegment.copy(op.staging, 0, op.copyBackTo, 0, op.copyBackTo.byteSize());
         }
         freeStaging(op);
         if (status == UCS_OK) {
@@ -782,6 +785,11 @@ final class WorkerRuntime implements UpcallTarget {
                 Thread.currentThread().interrupt();
             }
         }
+    }
+
+    /** False once the worker is stopping for good: no UCX object of it may be touched after that. */
+    boolean isRunning() {
+        return running;
     }
 
     /** Destroys the UCX worker; fails whatever is still pending. */

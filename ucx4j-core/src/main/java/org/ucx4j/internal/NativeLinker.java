@@ -92,4 +92,12 @@ public final class NativeLinker {
         }
         return address.reinterpret(Long.MAX_VALUE).getString(0);
     }
+
+    /**
+     * Views {@code size} bytes at a raw address whose lifetime {@code arena} stands for: once the arena
+     * is closed the view is unusable (for memory that UCX allocated and frees when its owner closes).
+     */
+    public static MemorySegment view(MemorySegment address, long size, Arena arena) {
+        return address.reinterpret(size, arena, null);
+    }
 }

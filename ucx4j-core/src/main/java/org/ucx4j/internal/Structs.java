@@ -151,6 +151,26 @@ public final class Structs {
             JAVA_LONG.withName("recv_attr"),
             ADDRESS.withName("reply_ep"));
 
+    // ---------------------------------------------------------------- RMA (memory regions, remote keys)
+
+    /** {@code ucp_mem_map_params_t} (UCX 1.13; 1.14 appends {@code exported_memh_buffer}, guarded by field_mask). */
+    public static final StructLayout UCP_MEM_MAP_PARAMS = MemoryLayout.structLayout(
+            JAVA_LONG.withName("field_mask"),
+            ADDRESS.withName("address"),
+            JAVA_LONG.withName("length"),
+            JAVA_INT.withName("flags"),
+            JAVA_INT.withName("prot"),
+            JAVA_INT.withName("memory_type"),
+            paddingLayout(4));
+
+    /** {@code ucp_mem_attr_t} (declared in {@code ucp/api/ucp_def.h}). */
+    public static final StructLayout UCP_MEM_ATTR = MemoryLayout.structLayout(
+            JAVA_LONG.withName("field_mask"),
+            ADDRESS.withName("address"),
+            JAVA_LONG.withName("length"),
+            JAVA_INT.withName("mem_type"),
+            paddingLayout(4));
+
     /**
      * The C type name of every layout above, for the layout check.
      *
@@ -170,6 +190,9 @@ public final class Structs {
         all.put("ucp_tag_recv_info_t", UCP_TAG_RECV_INFO);
         all.put("ucp_am_handler_param_t", UCP_AM_HANDLER_PARAM);
         all.put("ucp_am_recv_param_t", UCP_AM_RECV_PARAM);
+        // RMA.
+        all.put("ucp_mem_map_params_t", UCP_MEM_MAP_PARAMS);
+        all.put("ucp_mem_attr_t", UCP_MEM_ATTR);
         return all;
     }
 

@@ -113,6 +113,21 @@ public final class Ucp {
     public static final MethodHandle request_cancel = fn("ucp_request_cancel", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
     public static final MethodHandle request_free = tiny("ucp_request_free", FunctionDescriptor.ofVoid(ADDRESS));
 
+    // RMA: memory regions, remote keys, put/get, fence (all in UCX 1.13; *_nbx since 1.9).
+    public static final MethodHandle mem_map = fn("ucp_mem_map", status(ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle mem_unmap = fn("ucp_mem_unmap", status(ADDRESS, ADDRESS));
+    public static final MethodHandle mem_query = fn("ucp_mem_query", status(ADDRESS, ADDRESS));
+    public static final MethodHandle rkey_pack = fn("ucp_rkey_pack", status(ADDRESS, ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle rkey_buffer_release =
+            fn("ucp_rkey_buffer_release", FunctionDescriptor.ofVoid(ADDRESS));
+    public static final MethodHandle ep_rkey_unpack = fn("ucp_ep_rkey_unpack", status(ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle rkey_destroy = fn("ucp_rkey_destroy", FunctionDescriptor.ofVoid(ADDRESS));
+    public static final MethodHandle put_nbx =
+            fn("ucp_put_nbx", statusPtr(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
+    public static final MethodHandle get_nbx =
+            fn("ucp_get_nbx", statusPtr(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
+    public static final MethodHandle worker_fence = fn("ucp_worker_fence", status(ADDRESS));
+
     // Status text (libucs, reached through libucp's dependencies).
     private static final MethodHandle status_string = tiny("ucs_status_string", FunctionDescriptor.of(ADDRESS, JAVA_BYTE));
 

@@ -236,6 +236,14 @@ class StructLayoutTest {
 
         add(out, "org.ucx4j.UcxListener", "CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR", "UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR");
 
+        String region = "org.ucx4j.MemoryRegion";
+        add(out, region, "MEM_MAP_PARAM_FIELD_ADDRESS", "UCP_MEM_MAP_PARAM_FIELD_ADDRESS");
+        add(out, region, "MEM_MAP_PARAM_FIELD_LENGTH", "UCP_MEM_MAP_PARAM_FIELD_LENGTH");
+        add(out, region, "MEM_MAP_PARAM_FIELD_FLAGS", "UCP_MEM_MAP_PARAM_FIELD_FLAGS");
+        add(out, region, "MEM_MAP_ALLOCATE", "UCP_MEM_MAP_ALLOCATE");
+        add(out, region, "MEM_ATTR_FIELD_ADDRESS", "UCP_MEM_ATTR_FIELD_ADDRESS");
+        add(out, region, "MEM_ATTR_FIELD_LENGTH", "UCP_MEM_ATTR_FIELD_LENGTH");
+
         // Sockets and poll, written by hand in Sockaddrs, Structs and Libc.
         String sockaddrs = "org.ucx4j.internal.Sockaddrs";
         add(out, sockaddrs, "AF_INET", "AF_INET");

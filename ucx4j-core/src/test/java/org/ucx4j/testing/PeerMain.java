@@ -25,6 +25,9 @@ import org.ucx4j.WorkerOptions;
  *       {@code READY}, then never answers (the test kills it);</li>
  *   <li>{@code clients N port delayMs}: after the delay, N client workers connect at once, each does
  *       ten tag echoes; prints {@code CLIENT i OK} each and {@code DONE ok/N}.</li>
+ *   <li>{@code rma-server size map|allocate}: maps (native memory of its own) or lets UCX allocate a
+ *       region of {@code size} bytes, fills it with {@link RmaProtocol}'s initial pattern, listens,
+ *       prints {@code PORT n}; serves each client per {@link RmaProtocol} until killed.</li>
  * </ul>
  * The progress mode comes from {@code -Ducx4jtest.progress}.
  */
@@ -41,6 +44,7 @@ public final class PeerMain {
             case "sink-server" -> echoServer(options, true);
             case "am-echo-server" -> amEchoServer(options);
             case "address-server" -> addressServer(options, java.nio.file.Path.of(args[1]));
+            case "rma-server" -> rmaServer(options, Long.parseLong(args[1]), args[2].equals("allocate"));
             case "clients" -> clients(options, Integer.parseInt(args[1]), Integer.parseInt(args[2]),
                     Long.parseLong(args[3]));
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
@@ -206,5 +210,57 @@ public final class PeerMain {
         }
         System.out.println("DONE " + ok.get() + "/" + n);
         System.exit(ok.get() == n ? 0 : 1);
+    }
+
+    // ---------------------------------------------------------------- RMA
+
+    private static void rmaServer(WorkerOptions options, long size, boolean allocate) throws Exception {
+        try (UcxContext ctx = UcxContext.create(); UcxWorker worker = ctx.newWorker(options);
+             Arena arena = Arena.ofShared()) {
+            org.ucx4j.MemoryRegion region = allocate ? ctx.allocateMemory(size)
+                    : ctx.mapMemory(arena.allocate(size, 4096));
+            MemorySegment mem = region.segment();
+            RmaProtocol.fill(mem, RmaProtocol.INITIAL_SEED, 0);
+            byte[] key = region.packRemoteKey();
+            UcxListener listener = worker.listen(0, ep -> Thread.ofVirtual().start(() -> serveRma(ep, mem, key)));
+            System.out.println("REGION " + region.size() + (region.isAllocated() ? " allocated" : " mapped"));
+            System.out.println("PORT " + listener.port());
+            System.out.flush();
+            Thread.sleep(Duration.ofHours(1));
+        }
+    }
+
+    private static void serveRma(UcxEndpoint ep, MemorySegment mem, byte[] key) {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment hello = arena.allocate(4);
+            ep.streamRecv(hello);
+            MemorySegment word = arena.allocate(8);
+            word.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, key.length);
+            ep.streamSend(word);
+            ep.streamSend(key);
+            MemorySegment c = arena.allocate(32);
+            while (true) {
+                ep.streamRecv(c);
+                long command = c.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+                long seed = c.get(ValueLayout.JAVA_LONG_UNALIGNED, 8);
+                long offset = c.get(ValueLayout.JAVA_LONG_UNALIGNED, 16);
+                long length = c.get(ValueLayout.JAVA_LONG_UNALIGNED, 24);
+                MemorySegment slice = mem.asSlice(offset, length);
+                long answer;
+                if (command == RmaProtocol.VERIFY) {
+                    long m = RmaProtocol.mismatch(slice, seed, offset);
+                    answer = m < 0 ? -1 : offset + m;
+                } else if (command == RmaProtocol.FILL) {
+                    RmaProtocol.fill(slice, seed, offset);
+                    answer = 0;
+                } else {
+                    answer = -2;
+                }
+                word.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, answer);
+                ep.streamSend(word);
+            }
+        } catch (RuntimeException e) {
+            // The client went away.
+        }
     }
 }
