@@ -171,6 +171,20 @@ final class BenchProtocol {
         }
     }
 
+    /** Where and how a buffer differs from the pattern for {@code seed}, for error messages. */
+    static String describeMismatch(MemorySegment buf, long seed) {
+        try {
+            verify(buf, seed, "");
+            return "no difference";
+        } catch (IllegalStateException e) {
+            long offset = Long.parseLong(e.getMessage().substring(e.getMessage().lastIndexOf(' ') + 1));
+            long word = offset / 8 * 8;
+            long have = buf.byteSize() >= word + 8 ? buf.get(LONG, word) : buf.get(ValueLayout.JAVA_BYTE, offset);
+            long want = buf.byteSize() >= word + 8 ? word(seed, word / 8) : (byte) word(seed, offset);
+            return String.format("first difference at byte %d: %016x, expected %016x", offset, have, want);
+        }
+    }
+
     private static long firstDiff(MemorySegment buf, long seed, long from) {
         long expected = word(seed, from / 8);
         for (int j = 0; j < 8; j++) {

@@ -179,7 +179,8 @@ final class BenchServer {
     private static void serveRegion(UcxEndpoint ep, UcxSession session, BenchSettings run, MemorySegment ack) {
         try (MemoryRegion region = session.context().allocateMemory(run.size());
              Arena arena = Arena.ofConfined()) {
-            MemorySegment memory = region.segment();
+            // UCX may allocate more than asked (a page at least): use the run's bytes only.
+            MemorySegment memory = region.segment().asSlice(0, run.size());
             if (run.op() == BenchOp.GET) {
                 BenchProtocol.fill(memory, GET_SEED);
             } else {
@@ -193,7 +194,12 @@ final class BenchServer {
                     throw new IllegalStateException("phase end of " + info.length() + " bytes, expected 8");
                 }
                 long expected = BenchProtocol.readSeed(seed);
-                sendAck(ep, ack, expected == 0 || BenchProtocol.matches(memory, expected));
+                boolean intact = expected == 0 || BenchProtocol.matches(memory, expected);
+                if (!intact) {
+                    System.err.println("the region does not hold pattern " + expected + ": "
+                            + BenchProtocol.describeMismatch(memory, expected));
+                }
+                sendAck(ep, ack, intact);
             }
         }
     }
