@@ -1,6 +1,7 @@
 /**
- * The {@code ucx4j} command: {@code info} (what UCX and ucx4j see) and {@code pingpong} (a two-process
- * tag ping-pong for latency and bandwidth). Run with {@code --enable-native-access=org.ucx4j.core};
+ * The {@code ucx4j} command: {@code info} (what UCX and ucx4j see) and {@code bench} (alias
+ * {@code pingpong}: two-process latency, bandwidth and message rate of tag, stream, active-message, put
+ * and get operations). Run with {@code --enable-native-access=org.ucx4j.core};
  * {@code bin/ucx4j} does.
  */
 module org.ucx4j.cli {

@@ -22,7 +22,7 @@ record Buffers(MemorySegment first, MemorySegment last, MemorySegment bulk) {
     }
 
     /** The buffer of a slot. */
-    MemorySegment of(PingPongProtocol.Slot slot) {
+    MemorySegment of(BenchProtocol.Slot slot) {
         return switch (slot) {
             case FIRST -> first;
             case LAST -> last;

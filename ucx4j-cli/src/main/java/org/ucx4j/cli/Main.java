@@ -12,7 +12,7 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         versionProvider = VersionProvider.class,
         description = "UCX for the JVM: diagnostics and benchmarks.",
-        subcommands = {InfoCommand.class, PingPongCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {InfoCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
     /** Exit code when the UCX library cannot be loaded. */
     static final int EXIT_UCX_UNAVAILABLE = 2;

@@ -14,7 +14,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * Starts the ping-pong server as a child JVM: the same {@code java}, the same module path (or class
+ * Starts the benchmark server as a child JVM: the same {@code java}, the same module path (or class
  * path), native access for the core module, and this JVM's {@code ucx4j.*} system properties; the
  * environment ({@code UCX_*} included) is inherited. Waits for its {@code PORT <n>} line; its other
  * output goes to stderr with a prefix.
@@ -32,14 +32,14 @@ final class PeerLauncher implements AutoCloseable {
         this.process = process;
         Thread.ofPlatform().daemon(true).name("ucx4j-peer-" + process.pid() + "-out").start(this::pump);
         process.onExit().thenRun(() -> port.completeExceptionally(new IllegalStateException(
-                "the pingpong server (pid " + process.pid() + ") exited with code " + process.exitValue()
+                "the bench server (pid " + process.pid() + ") exited with code " + process.exitValue()
                         + " before printing its port")));
     }
 
     /**
      * Starts the child.
      *
-     * @param serverArgs arguments after {@code pingpong} (e.g. {@code --server --port 0 ...})
+     * @param serverArgs arguments after {@code bench} (e.g. {@code --server --port 0 ...})
      * @return the running child
      */
     static PeerLauncher start(List<String> serverArgs) {
@@ -47,7 +47,7 @@ final class PeerLauncher implements AutoCloseable {
         try {
             return new PeerLauncher(new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start());
         } catch (IOException e) {
-            throw new IllegalStateException("cannot start the pingpong server JVM: " + String.join(" ", cmd), e);
+            throw new IllegalStateException("cannot start the bench server JVM: " + String.join(" ", cmd), e);
         }
     }
 
@@ -75,7 +75,7 @@ final class PeerLauncher implements AutoCloseable {
             cmd.add(System.getProperty("java.class.path"));
             cmd.add(Main.class.getName());
         }
-        cmd.add("pingpong");
+        cmd.add("bench");
         cmd.addAll(serverArgs);
         return cmd;
     }
@@ -105,12 +105,12 @@ final class PeerLauncher implements AutoCloseable {
         try {
             return port.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
-            throw new IllegalStateException("the pingpong server did not print its port within " + timeout.toSeconds() + " s");
+            throw new IllegalStateException("the bench server did not print its port within " + timeout.toSeconds() + " s");
         } catch (ExecutionException e) {
             throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while starting the pingpong server", e);
+            throw new IllegalStateException("interrupted while starting the bench server", e);
         }
     }
 

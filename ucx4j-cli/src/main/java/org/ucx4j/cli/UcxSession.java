@@ -1,6 +1,7 @@
 package org.ucx4j.cli;
 
 import java.time.Duration;
+import java.util.Set;
 import org.ucx4j.Feature;
 import org.ucx4j.ProgressMode;
 import org.ucx4j.Ucx;
@@ -10,9 +11,9 @@ import org.ucx4j.UcxWorker;
 import org.ucx4j.WorkerOptions;
 
 /**
- * A context and one worker for a ping-pong side, made from the ucx4j configuration (its UCX context
- * options and connect timeout) and the chosen progress mode. Tag matching only, as ucx_perftest's tag
- * tests ask for.
+ * A context and one worker for a benchmark side, made from the ucx4j configuration (its UCX context
+ * options and connect timeout) and the chosen progress mode, with only the features the benchmark uses
+ * (as ucx_perftest asks only for its test's feature).
  *
  * <p>Ownership: owns both; {@link #close()} closes the worker, then the context.
  *
@@ -21,12 +22,21 @@ import org.ucx4j.WorkerOptions;
  */
 record UcxSession(UcxContext context, UcxWorker worker) implements AutoCloseable {
 
-    static UcxSession open(String name, ProgressMode mode, UcxConfig config) {
+    /**
+     * Opens a context and a worker.
+     *
+     * @param name the context and worker name
+     * @param mode the progress mode
+     * @param config the ucx4j configuration
+     * @param features the UCX features (WAKEUP is always added)
+     * @return the session, to close
+     */
+    static UcxSession open(String name, ProgressMode mode, UcxConfig config, Set<Feature> features) {
         Ucx.configure(config);
         Ucx.ensureAvailable();
         UcxContext context = UcxContext.builder()
                 .name(name)
-                .features(Feature.TAG)
+                .features(Feature.TAG, features.toArray(Feature[]::new))
                 .config(config)
                 .build();
         try {

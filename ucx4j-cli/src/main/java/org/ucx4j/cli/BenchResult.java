@@ -8,18 +8,19 @@ import java.util.Map;
 import org.ucx4j.ProgressMode;
 
 /**
- * The outcome of one ping-pong run, in ucx_perftest's conventions: latency is one-way (half a round
+ * The outcome of one benchmark run, in ucx_perftest's conventions: latency is one-way (half a round
  * trip) in microseconds; bandwidth is payload bytes per second in "MB/s" where MB = 2^20 bytes; in
- * latency mode the message rate is one over the one-way latency, as ucx_perftest computes it.
+ * latency mode the message rate is one over the one-way latency, as ucx_perftest computes it; in
+ * bandwidth and rate modes it is operations per second of the measured phase.
  *
  * @param settings what was run
  * @param progress the progress mode of the client (the spawned server uses the same)
  * @param seconds wall time of the measured part
- * @param latency round-trip statistics, or null in bandwidth mode
+ * @param latency round-trip statistics, or null in bandwidth and rate modes
  * @param ucxVersion the UCX version
  * @param transports the transports the client's context uses
  */
-record PingPongResult(PingPongSettings settings, ProgressMode progress, double seconds, LatencyStats latency,
+record BenchResult(BenchSettings settings, ProgressMode progress, double seconds, LatencyStats latency,
                       String ucxVersion, List<String> transports) {
     private static final double MIB = 1024.0 * 1024.0;
 
@@ -39,11 +40,13 @@ record PingPongResult(PingPongSettings settings, ProgressMode progress, double s
     /** The fields {@code --json} prints. */
     Map<String, Object> toMap() {
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("op", settings.mode().perftestName());
+        m.put("op", settings.op().label());
         m.put("mode", settings.mode().label());
+        m.put("perftest", settings.perftestName());
         m.put("size", settings.size());
         m.put("iterations", settings.iterations());
         m.put("warmup", settings.warmup());
+        m.put("window", settings.mode() == BenchMode.LATENCY ? null : settings.window());
         m.put("progress", progress.configName());
         m.put("latency_us_p50", latency == null ? null : round(latency.oneWayMicros(50), 3));
         m.put("latency_us_p99", latency == null ? null : round(latency.oneWayMicros(99), 3));
@@ -59,22 +62,32 @@ record PingPongResult(PingPongSettings settings, ProgressMode progress, double s
 
     /** Prints a small table and the units. */
     void printTable(PrintStream out) {
-        out.printf("ucx4j pingpong: UCX %s, progress %s, transports %s%s%n", ucxVersion, progress.configName(),
+        out.printf("ucx4j bench: UCX %s, progress %s, transports %s%s%n", ucxVersion, progress.configName(),
                 String.join(",", transports),
                 System.getenv("UCX_TLS") == null ? "" : " (UCX_TLS=" + System.getenv("UCX_TLS") + ")");
-        String format = "| %-8s | %12s | %10s | %10s | %10s | %10s | %12s | %12s |%n";
-        String rule = "+----------+--------------+------------+------------+------------+------------+--------------+--------------+";
+        String format = "| %-6s | %-9s | %12s | %10s | %10s | %10s | %10s | %12s | %12s |%n";
+        String rule = "+--------+-----------+--------------+------------+------------+------------+------------+--------------+--------------+";
         out.println(rule);
-        out.printf(format, "test", "size (B)", "iterations", "lat p50", "lat p99", "lat avg", "MB/s", "msg/s");
+        out.printf(format, "op", "mode", "size (B)", "iterations", "lat p50", "lat p99", "lat avg", "MB/s", "msg/s");
         out.println(rule);
-        out.printf(format, settings.mode().perftestName(), settings.size(), settings.iterations(),
+        out.printf(format, settings.op().label(), settings.mode().label(), settings.size(), settings.iterations(),
                 latency == null ? "-" : fmt(latency.oneWayMicros(50), 3),
                 latency == null ? "-" : fmt(latency.oneWayMicros(99), 3),
                 latency == null ? "-" : fmt(latency.meanOneWayMicros(), 3),
                 fmt(bandwidthMiBps(), 2), String.valueOf(Math.round(messageRate())));
         out.println(rule);
-        out.println("latency: one-way (half a round trip), usec; MB/s: 2^20 bytes per second; "
-                + settings.warmup() + " warm-up messages not counted; " + fmt(seconds, 3) + " s measured");
+        out.println("latency: one-way (half a round trip" + roundTripNote() + "), usec; MB/s: 2^20 bytes per second; "
+                + settings.warmup() + " warm-up operations not counted; " + fmt(seconds, 3) + " s measured"
+                + (settings.mode() == BenchMode.LATENCY ? "" : "; window " + settings.window())
+                + "; compare with ucx_perftest -t " + settings.perftestName());
+    }
+
+    private String roundTripNote() {
+        return switch (settings.op()) {
+            case PUT -> ": a put and a flush";
+            case GET -> ": a get";
+            default -> "";
+        };
     }
 
     private static String fmt(double v, int decimals) {

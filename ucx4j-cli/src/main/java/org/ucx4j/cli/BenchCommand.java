@@ -12,35 +12,46 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code ucx4j pingpong}: tag-message latency or bandwidth between two processes, in ucx_perftest's
- * units. Without {@code --server} or {@code --connect} it starts the server as a child JVM on this host
- * and connects to it over loopback.
+ * {@code ucx4j bench}: latency, bandwidth or message rate of one operation (tag, stream, active message,
+ * put, get) between two processes, in ucx_perftest's units. Without {@code --server} or {@code --connect}
+ * it starts the server as a child JVM on this host and connects to it over loopback. {@code pingpong},
+ * the command's first name, is an alias.
  */
-@Command(name = "pingpong", mixinStandardHelpOptions = true,
+@Command(name = "bench", aliases = "pingpong", mixinStandardHelpOptions = true,
         description = {
-            "Two-process tag ping-pong: one-way latency (half a round trip, usec) or bandwidth (MB/s, MB = 2^20 bytes).",
-            "Without --server/--connect, starts the server as a child JVM and connects over loopback."
+            "Two-process benchmark of one operation, in ucx_perftest's units: one-way latency (half a round trip, usec),",
+            "bandwidth (MB/s, MB = 2^20 bytes), message rate (msg/s).",
+            "Without --server/--connect, starts the server as a child JVM and connects over loopback.",
+            "'pingpong' is an alias."
         })
-final class PingPongCommand implements Callable<Integer> {
-    @Option(names = "--mode", paramLabel = "latency|bandwidth", defaultValue = "latency",
-            description = "What to measure (default: ${DEFAULT-VALUE}).")
-    private PingPongMode mode;
+final class BenchCommand implements Callable<Integer> {
+    @Option(names = "--op", paramLabel = "tag|stream|am|put|get",
+            description = "The operation (default: tag). Put/get: the server allocates a region of --size bytes and sends "
+                    + "its remote key; put latency is a put and a flush, get latency one get. With --server: serve only this "
+                    + "operation (default: any).")
+    private BenchOp op;
+
+    @Option(names = "--mode", paramLabel = "latency|bandwidth|rate", defaultValue = "latency",
+            description = "latency: ping-pong; bandwidth: a window of --size operations in flight, then completion; "
+                    + "rate: the same, reported as messages per second (default: ${DEFAULT-VALUE}).")
+    private BenchMode mode;
 
     @Option(names = {"-s", "--size"}, paramLabel = "BYTES", defaultValue = "8", converter = SizeConverter.class,
             description = "Message size in bytes; Ki/Mi/Gi suffixes allowed (default: ${DEFAULT-VALUE}).")
     private long size;
 
     @Option(names = {"-n", "--iters"}, paramLabel = "N",
-            description = "Measured messages (latency: round trips). Default: 10000 for latency; for bandwidth about 4 GiB worth (10..100000).")
+            description = "Measured operations (latency: round trips). Default: 10000 for latency; for bandwidth about 4 GiB "
+                    + "worth (10..100000); 100000 for rate.")
     private Long iterations;
 
     @Option(names = {"-w", "--warmup"}, paramLabel = "N",
-            description = "Warm-up messages, not measured. Default as ucx_perftest: iterations/10, at most 10000.")
+            description = "Warm-up operations, not measured. Default as ucx_perftest: iterations/10, at most 10000.")
     private Long warmup;
 
-    @Option(names = "--window", paramLabel = "N", defaultValue = "16",
-            description = "Bandwidth mode: sends in flight at once (default: ${DEFAULT-VALUE}).")
-    private int window;
+    @Option(names = "--window", paramLabel = "N",
+            description = "Bandwidth and rate: operations in flight at once (default: 16 for bandwidth, 128 for rate).")
+    private Integer window;
 
     @Option(names = "--progress", paramLabel = "MODE",
             description = "Progress mode: thread-blocking, thread-polling or caller (default: the ucx4j configuration's progress-mode).")
@@ -83,12 +94,12 @@ final class PingPongCommand implements Callable<Integer> {
             if (exitWithParent) {
                 ProcessHandle.current().parent().ifPresent(p -> p.onExit().thenRun(() -> Runtime.getRuntime().halt(3)));
             }
-            new PingPongServer(progress, config, System.out).serve(port);
+            new BenchServer(progress, config, System.out, op).serve(port);
             return 0;
         }
-        PingPongSettings run = settings();
-        PingPongClient client = new PingPongClient(progress, config, !noProgressBar && !json);
-        PingPongResult result;
+        BenchSettings run = settings();
+        BenchClient client = new BenchClient(progress, config, !noProgressBar && !json);
+        BenchResult result;
         if (connect != null) {
             int colon = connect.lastIndexOf(':');
             if (colon <= 0) {
@@ -97,13 +108,13 @@ final class PingPongCommand implements Callable<Integer> {
             result = client.run(connect.substring(0, colon), Integer.parseInt(connect.substring(colon + 1)), run);
         } else {
             List<String> serverArgs = new ArrayList<>(List.of("--server", "--port", "0", "--exit-with-parent",
-                    "--progress", progress.configName()));
+                    "--progress", progress.configName(), "--op", run.op().label()));
             try (PeerLauncher peer = PeerLauncher.start(serverArgs)) {
                 int serverPort = peer.awaitPort(Duration.ofSeconds(60));
                 result = client.run("127.0.0.1", serverPort, run);
                 int code = peer.awaitExit(Duration.ofSeconds(15));
                 if (code != 0) {
-                    System.err.println("warning: the pingpong server exited with code " + code);
+                    System.err.println("warning: the bench server exited with code " + code);
                 }
             }
         }
@@ -115,11 +126,13 @@ final class PingPongCommand implements Callable<Integer> {
         return 0;
     }
 
-    private PingPongSettings settings() {
-        long n = iterations != null ? iterations : PingPongSettings.defaultIterations(mode, size);
-        long w = warmup != null ? warmup : PingPongSettings.defaultWarmup(n);
+    /** The run the options ask for, with ucx_perftest-like defaults; a usage error when out of bounds. */
+    BenchSettings settings() {
+        long n = iterations != null ? iterations : BenchSettings.defaultIterations(mode, size);
+        long w = warmup != null ? warmup : BenchSettings.defaultWarmup(n);
+        int win = window != null ? window : BenchSettings.defaultWindow(mode);
         try {
-            return new PingPongSettings(mode, size, n, w, window);
+            return new BenchSettings(op == null ? BenchOp.TAG : op, mode, size, n, w, win);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }

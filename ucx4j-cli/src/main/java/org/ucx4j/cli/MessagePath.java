@@ -1,0 +1,53 @@
+package org.ucx4j.cli;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.CompletableFuture;
+import org.ucx4j.UcxEndpoint;
+
+/**
+ * How a two-sided operation (tag, stream or active message) moves one message, so that the ping-pong and
+ * the windowed bandwidth loops of {@link BenchClient} and {@link BenchServer} are written once for all
+ * three.
+ *
+ * <p>Threading: used by one thread at a time (the side's benchmark thread); futures complete on the
+ * worker's progress thread.
+ */
+sealed interface MessagePath permits TagPath, StreamPath, AmPath {
+    /** The role of a message: a client's ping, the server's echo of it, or bandwidth data. */
+    enum Kind { PING, PONG, DATA }
+
+    /**
+     * Starts sending a buffer.
+     *
+     * @param buffer the bytes; must stay alive until the future completes
+     * @param kind its role
+     * @return completes when the buffer may be reused
+     */
+    CompletableFuture<?> send(MemorySegment buffer, Kind kind);
+
+    /**
+     * Starts receiving the next message of a kind into a buffer.
+     *
+     * @param buffer where it goes; must stay alive until the future completes
+     * @param kind its role
+     * @return the received length (a stream always fills the buffer)
+     */
+    CompletableFuture<Long> recv(MemorySegment buffer, Kind kind);
+
+    /**
+     * The path of a two-sided operation on an endpoint.
+     *
+     * @param op tag, stream or am
+     * @param ep the endpoint
+     * @return the path
+     * @throws IllegalArgumentException for put and get
+     */
+    static MessagePath of(BenchOp op, UcxEndpoint ep) {
+        return switch (op) {
+            case TAG -> new TagPath(ep);
+            case STREAM -> new StreamPath(ep);
+            case AM -> AmPath.install(ep);
+            case PUT, GET -> throw new IllegalArgumentException(op.label() + " is one-sided");
+        };
+    }
+}
