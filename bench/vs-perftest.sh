@@ -45,6 +45,10 @@ ROWS=(
 )
 PORT=$((20000 + RANDOM % 10000))
 
+# ucx4j endpoints detect peer failure by default (UCP_ERR_HANDLING_MODE_PEER), and UCX then uses only
+# transports that can (tcp, not shared memory, on UCX 1.13): ucx_perftest gets -e so both sides run
+# over the same transports. PERFTEST_FLAGS= (empty) compares against perftest without it.
+PERFTEST_FLAGS=${PERFTEST_FLAGS--e}
 command -v ucx_perftest >/dev/null || { echo "ucx_perftest not found: run bin/setup-ucx (apt: ucx-utils)" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "python3 is needed to parse the results" >&2; exit 1; }
 
@@ -72,11 +76,13 @@ wait_listening() { # wait_listening PORT: until something listens there (at most
 perftest() { # perftest TLS ROW TEST SIZE ITERS: one client/server pair; appends its figures
     local tls="$1" row="$2" test="$3" size="$4" iters="$5" out server
     PORT=$((PORT + 1))
-    with_tls "$tls" ucx_perftest -p "$PORT" >/dev/null 2>&1 &
+    # shellcheck disable=SC2086
+    with_tls "$tls" ucx_perftest -p "$PORT" $PERFTEST_FLAGS >/dev/null 2>&1 &
     server=$!
     wait_listening "$PORT"
     # -v: CSV; last line: iterations,p50_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr
-    out=$(with_tls "$tls" ucx_perftest 127.0.0.1 -p "$PORT" -t "$test" -s "$size" -n "$iters" -v 2>&1 | tail -n 1)
+    # shellcheck disable=SC2086
+    out=$(with_tls "$tls" ucx_perftest 127.0.0.1 -p "$PORT" -t "$test" -s "$size" -n "$iters" $PERFTEST_FLAGS -v 2>&1 | tail -n 1)
     wait "$server" || true
     IFS=, read -r _ p50 _ overall _ bw _ mr <<<"$out"
     case "$row" in

@@ -51,6 +51,7 @@ public final class UcxWorker implements AutoCloseable {
     static final long EP_PARAM_FIELD_FLAGS = 1L << 5;
     static final long EP_PARAM_FIELD_CONN_REQUEST = 1L << 6;
     private static final int EP_PARAMS_FLAGS_CLIENT_SERVER = 1;
+    private static final int ERR_HANDLING_MODE_NONE = 0;
     private static final int ERR_HANDLING_MODE_PEER = 1;
     private static final long LISTENER_PARAM_FIELD_SOCK_ADDR = 1;
     private static final long LISTENER_PARAM_FIELD_CONN_HANDLER = 1L << 2;
@@ -74,7 +75,7 @@ public final class UcxWorker implements AutoCloseable {
         this.name = options.name() + "-" + SEQ.incrementAndGet();
         this.rt = new WorkerRuntime(this, context.handle(),
                 new WorkerOptions(options.progressMode(), options.connectTimeout(), options.closeTimeout(),
-                        options.spin(), name));
+                        options.spin(), name, options.peerErrorHandling()));
         this.activeMessages = new ActiveMessages(rt);
         long maxHeader = 0;
         if (context.features().contains(Feature.AM)) {
@@ -472,7 +473,8 @@ public final class UcxWorker implements AutoCloseable {
             MemorySegment params = arena.allocate(Structs.UCP_EP_PARAMS);
             long mask = EP_PARAM_FIELD_ERR_HANDLING_MODE | EP_PARAM_FIELD_ERR_HANDLER | fill.fill(params, arena);
             params.set(JAVA_LONG, 0, mask);
-            params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "err_mode"), ERR_HANDLING_MODE_PEER);
+            params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "err_mode"),
+                    options.peerErrorHandling() ? ERR_HANDLING_MODE_PEER : ERR_HANDLING_MODE_NONE);
             params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.cb"), Upcalls.EP_ERROR);
             params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.arg"), Upcalls.userData(rt.id, slot));
             MemorySegment out = arena.allocate(ADDRESS);

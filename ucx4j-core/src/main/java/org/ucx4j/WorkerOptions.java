@@ -15,9 +15,15 @@ import java.util.Objects;
  * @param spin how long a {@link ProgressMode#THREAD_BLOCKING} thread keeps polling after activity before it
  *     sleeps (short spins save a wake-up on ping-pong traffic and cost nothing when idle)
  * @param name the progress thread's name
+ * @param peerErrorHandling whether endpoints detect a failed peer ({@code UCP_ERR_HANDLING_MODE_PEER}, the
+ *     default): then a dead peer fails every pending operation. UCX (1.13 and 1.22 alike) only uses
+ *     transports that can detect peer failure for such endpoints, which leaves out shared memory
+ *     between processes on one host (tcp carries the traffic instead). Turning it off lets UCX use
+ *     shared memory, at a price: a peer that dies is not detected, and operations on it may never
+ *     complete. Off is for benchmarks and for jobs that are torn down as a whole.
  */
 public record WorkerOptions(ProgressMode progressMode, Duration connectTimeout, Duration closeTimeout,
-                            Duration spin, String name) {
+                            Duration spin, String name, boolean peerErrorHandling) {
     /** Validates. */
     public WorkerOptions {
         Objects.requireNonNull(progressMode, "progressMode");
@@ -73,8 +79,20 @@ public record WorkerOptions(ProgressMode progressMode, Duration connectTimeout, 
         private Duration closeTimeout = Duration.ofSeconds(5);
         private Duration spin = Duration.ofNanos(50_000);
         private String name = "ucx4j-worker";
+        private boolean peerErrorHandling = true;
 
         private Builder() {}
+
+        /**
+         * Turns peer failure detection on (the default) or off; see {@link WorkerOptions#peerErrorHandling()}.
+         *
+         * @param enabled false to let UCX use transports that cannot detect a dead peer (shared memory)
+         * @return this builder
+         */
+        public Builder peerErrorHandling(boolean enabled) {
+            this.peerErrorHandling = enabled;
+            return this;
+        }
 
         /**
          * Sets the progress mode.
@@ -137,7 +155,7 @@ public record WorkerOptions(ProgressMode progressMode, Duration connectTimeout, 
          * @return the options
          */
         public WorkerOptions build() {
-            return new WorkerOptions(progressMode, connectTimeout, closeTimeout, spin, name);
+            return new WorkerOptions(progressMode, connectTimeout, closeTimeout, spin, name, peerErrorHandling);
         }
     }
 }
