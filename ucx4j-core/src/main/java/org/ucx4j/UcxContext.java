@@ -282,7 +282,10 @@ public final class UcxContext implements AutoCloseable {
 
     /**
      * Lets UCX allocate and register {@code size} bytes of host memory ({@code ucp_mem_map} with
-     * {@code UCP_MEM_MAP_ALLOCATE}); UCX frees it when the region closes.
+     * {@code UCP_MEM_MAP_ALLOCATE}); UCX frees it when the region closes. UCX may round the size up
+     * (to a page, or to its allocator's granularity): the region's {@link MemoryRegion#size()} and
+     * segment are what UCX really allocated, at least {@code size} bytes; slice the segment to the size
+     * you asked for when the exact length matters (for example, to compare contents).
      *
      * @param size bytes, positive
      * @return the region, owned by this context (closed with it) and by the caller
