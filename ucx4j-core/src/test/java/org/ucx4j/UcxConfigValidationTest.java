@@ -59,6 +59,13 @@ class UcxConfigValidationTest {
     }
 
     @Test
+    void toolPropertiesAreNotConfigurationKeys() {
+        // The command line's own switches live under ucx4j.cli.*: never "unknown key" errors.
+        org.junit.jupiter.api.Assertions.assertDoesNotThrow(
+                () -> fromProps(Map.of("ucx4j.cli.trace", "true", "ucx4j.ucx.library", "/x/libucp.so")));
+    }
+
+    @Test
     void unknownBuilderKey() {
         fails(() -> UcxConfig.builder().set("tcpp", "true"), "'tcpp'", "'true'", "builder");
     }

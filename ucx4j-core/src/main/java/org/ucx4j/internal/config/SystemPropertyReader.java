@@ -23,6 +23,11 @@ public final class SystemPropertyReader {
      * library path, which the native loader reads before any configuration exists.
      */
     public static final Set<String> RESERVED = Set.of(CONFIG_FILE_PROPERTY, "ucx4j.ucx.library");
+    /**
+     * {@code ucx4j.*} namespaces of tools rather than of the library's configuration (the command line's
+     * {@code -Ducx4j.cli.trace}, say): never configuration keys, so never "unknown key" errors.
+     */
+    public static final Set<String> RESERVED_PREFIXES = Set.of("ucx4j.cli.", "ucx4j.bench.");
 
     private SystemPropertyReader() {
     }
@@ -38,7 +43,8 @@ public final class SystemPropertyReader {
         ConfigLayer layer = new ConfigLayer("system properties ucx4j.*", true);
         for (Map.Entry<String, String> e : new TreeMap<>(properties).entrySet()) {
             String name = e.getKey();
-            if (!name.startsWith(PREFIX) || RESERVED.contains(name)) {
+            if (!name.startsWith(PREFIX) || RESERVED.contains(name)
+                    || RESERVED_PREFIXES.stream().anyMatch(name::startsWith)) {
                 continue;
             }
             String path = ConfigSchema.normalize(name.substring(PREFIX.length()));
