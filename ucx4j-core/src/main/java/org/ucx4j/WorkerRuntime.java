@@ -94,6 +94,8 @@ final class WorkerRuntime implements UpcallTarget {
     private int freeCount;
     private int opCount;
     private final PriorityQueue<Timer> timers = new PriorityQueue<>();
+    /** Set while the worker is being destroyed: late callbacks must not free requests again. */
+    private boolean destroying;
     /** How deep we are inside UCX callbacks (lock holder only). */
     private int upcallDepth;
     private long timerSeq;
@@ -601,7 +603,7 @@ final class WorkerRuntime implements UpcallTarget {
     private Operation lookup(int opId) {
         Operation[] table = ops;
         Operation op = opId >= 0 && opId < table.length ? table[opId] : null;
-        if (op == null) {
+        if (op == null && !destroying) {
             LOG.warn("UCX completion for unknown operation {} on worker {}", opId, id);
         }
         return op;
@@ -617,7 +619,7 @@ final class WorkerRuntime implements UpcallTarget {
             if (op != null) {
                 op.request = request;
                 finish(op, status, null);
-            } else {
+            } else if (!destroying) {
                 UcxContext.invoke(() -> { Ucp.request_free.invokeExact(request); });
             }
         } finally {
@@ -633,7 +635,7 @@ final class WorkerRuntime implements UpcallTarget {
             if (op != null) {
                 op.request = request;
                 finish(op, status, status == UCS_OK ? new TagInfo(senderTag, length) : null);
-            } else {
+            } else if (!destroying) {
                 UcxContext.invoke(() -> { Ucp.request_free.invokeExact(request); });
             }
         } finally {
@@ -649,7 +651,7 @@ final class WorkerRuntime implements UpcallTarget {
             if (op != null) {
                 op.request = request;
                 finish(op, status, status == UCS_OK ? length : null);
-            } else {
+            } else if (!destroying) {
                 UcxContext.invoke(() -> { Ucp.request_free.invokeExact(request); });
             }
         } finally {
@@ -797,7 +799,16 @@ final class WorkerRuntime implements UpcallTarget {
         lock.lock();
         try {
             drainQueue();
+            destroying = true;
             for (Operation op : pending()) {
+                // Hand every outstanding request back to UCX: destroying a worker (or an endpoint) whose
+                // requests the user still holds trips an assertion in UCX 1.13. UCX may still call back for
+                // them while it destroys the worker; 'destroying' stops those callbacks from freeing again.
+                if (!op.request.equals(MemorySegment.NULL)) {
+                    MemorySegment req = op.request;
+                    op.request = MemorySegment.NULL;
+                    UcxContext.invoke(() -> { Ucp.request_free.invokeExact(req); });
+                }
                 release(op);
                 freeStaging(op);
                 op.future.completeExceptionally(op.overrideFailure != null ? op.overrideFailure

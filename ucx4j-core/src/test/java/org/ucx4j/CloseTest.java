@@ -130,4 +130,31 @@ class CloseTest {
             assertTrue(seen.get().getMessage().contains("callback"), seen.get().getMessage());
         }
     }
+
+    /**
+     * Two caller-driven workers in one thread: closing the client cannot finish its graceful close,
+     * because nobody progresses the server. The worker is then destroyed with the close request still
+     * outstanding, which UCX 1.13 turned into an abort until ucx4j released such requests first.
+     */
+    @Test
+    void destroyingAWorkerWithAnUnfinishedCloseDoesNotCrash() throws Exception {
+        NativeRequirement.assumeUcx();
+        WorkerOptions caller = WorkerOptions.builder().progressMode(ProgressMode.CALLER)
+                .closeTimeout(java.time.Duration.ofMillis(300)).build();
+        UcxContext ctx = UcxContext.create();
+        UcxWorker server = ctx.newWorker(caller);
+        UcxWorker client = ctx.newWorker(caller);
+        CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
+        UcxListener l = server.listen(0, accepted::complete);
+        UcxFuture<UcxEndpoint> connecting = client.connectAsync(new java.net.InetSocketAddress("127.0.0.1", l.port()), null);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while ((!connecting.isDone() || !accepted.isDone()) && System.nanoTime() < deadline) {
+            client.progress();
+            server.progress();
+        }
+        UcxEndpoint ep = connecting.join();
+        ep.tagSendAsync(new byte[64], 1);
+        client.close();
+        assertDoesNotThrow(ctx::close);
+    }
 }
