@@ -79,20 +79,7 @@ public final class UcxEndpoint implements AutoCloseable {
         ensureOpen();
         MemorySegment src = Buffers.forSend(op, buffer);
         long len = buffer.byteSize();
-        rt.submit(op, () -> {
-            if (!usable(op)) {
-                return;
-            }
-            MemorySegment p = rt.param(op, Upcalls.SEND, 0, 0);
-            MemorySegment r;
-            try {
-                r = (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, src, len, tag, p);
-            } catch (Throwable t) {
-                rt.failUnsubmitted(op, t);
-                return;
-            }
-            rt.started(op, r, null);
-        });
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, src, len, tag, p));
         return f;
     }
 
@@ -135,20 +122,7 @@ public final class UcxEndpoint implements AutoCloseable {
         Operation op = new Operation(rt, Operation.SEND, "ucp_tag_send_nbx (iov)", this, Iov.total(segments), f);
         MemorySegment list = Iov.forSend(op, segments);
         long count = segments.size();
-        rt.submit(op, () -> {
-            if (!usable(op)) {
-                return;
-            }
-            MemorySegment p = rt.iovParam(op, Upcalls.SEND, 0, 0);
-            MemorySegment r;
-            try {
-                r = (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, list, count, tag, p);
-            } catch (Throwable t) {
-                rt.failUnsubmitted(op, t);
-                return;
-            }
-            rt.started(op, r, null);
-        });
+        rt.startOp(op, true, Upcalls.SEND, 0, 0, p -> (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, list, count, tag, p));
         return f;
     }
 
@@ -230,20 +204,7 @@ public final class UcxEndpoint implements AutoCloseable {
         ensureOpen();
         MemorySegment src = Buffers.forSend(op, buffer);
         long len = buffer.byteSize();
-        rt.submit(op, () -> {
-            if (!usable(op)) {
-                return;
-            }
-            MemorySegment p = rt.param(op, Upcalls.SEND, 0, 0);
-            MemorySegment r;
-            try {
-                r = (MemorySegment) Ucp.stream_send_nbx.invokeExact(handle, src, len, p);
-            } catch (Throwable t) {
-                rt.failUnsubmitted(op, t);
-                return;
-            }
-            rt.started(op, r, null);
-        });
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (MemorySegment) Ucp.stream_send_nbx.invokeExact(handle, src, len, p));
         return f;
     }
 
@@ -279,21 +240,8 @@ public final class UcxEndpoint implements AutoCloseable {
         ensureOpen();
         MemorySegment dst = Buffers.forReceive(op, buffer);
         long len = buffer.byteSize();
-        rt.submit(op, () -> {
-            if (!usable(op)) {
-                return;
-            }
-            MemorySegment p = rt.param(op, Upcalls.STREAM_RECV, WorkerRuntime.OP_ATTR_FIELD_FLAGS,
-                    STREAM_RECV_FLAG_WAITALL);
-            MemorySegment r;
-            try {
-                r = (MemorySegment) Ucp.stream_recv_nbx.invokeExact(handle, dst, len, rt.lengthOut, p);
-            } catch (Throwable t) {
-                rt.failUnsubmitted(op, t);
-                return;
-            }
-            rt.started(op, r, r.address() == 0 ? (Object) rt.lengthOut.get(java.lang.foreign.ValueLayout.JAVA_LONG, 0) : null);
-        });
+        rt.startOp(op, false, Upcalls.STREAM_RECV, WorkerRuntime.OP_ATTR_FIELD_FLAGS, STREAM_RECV_FLAG_WAITALL,
+                p -> (MemorySegment) Ucp.stream_recv_nbx.invokeExact(handle, dst, len, rt.lengthOut, p));
         return f;
     }
 
@@ -435,22 +383,8 @@ public final class UcxEndpoint implements AutoCloseable {
         MemorySegment hdrPtr = hdr;
         int flags = ActiveMessages.SEND_FLAG_REPLY | mode.flag();
         boolean iov = parts != null;
-        rt.submit(op, () -> {
-            if (!usable(op)) {
-                return;
-            }
-            MemorySegment p = iov
-                    ? rt.iovParam(op, Upcalls.SEND, WorkerRuntime.OP_ATTR_FIELD_FLAGS, flags)
-                    : rt.param(op, Upcalls.SEND, WorkerRuntime.OP_ATTR_FIELD_FLAGS, flags);
-            MemorySegment r;
-            try {
-                r = (MemorySegment) Ucp.am_send_nbx.invokeExact(handle, id, hdrPtr, hlen, src, count, p);
-            } catch (Throwable t) {
-                rt.failUnsubmitted(op, t);
-                return;
-            }
-            rt.started(op, r, null);
-        });
+        rt.startOp(op, iov, Upcalls.SEND, WorkerRuntime.OP_ATTR_FIELD_FLAGS, flags,
+                p -> (MemorySegment) Ucp.am_send_nbx.invokeExact(handle, id, hdrPtr, hlen, src, count, p));
         return f;
     }
 
@@ -561,7 +495,10 @@ public final class UcxEndpoint implements AutoCloseable {
             }
         }
         closeRemoteKeys();
-        Operation op = new Operation(rt, Operation.SEND, "ucp_ep_close_nbx", null, 0, f);
+        // UCX's close completes 'released'; the bookkeeping runs first, then 'f', so whoever waits on
+        // the close sees the endpoint already gone from the worker.
+        UcxFuture<Void> released = new UcxFuture<>();
+        Operation op = new Operation(rt, Operation.SEND, "ucp_ep_close_nbx", null, 0, released);
         MemorySegment p = rt.param(op, Upcalls.SEND, WorkerRuntime.OP_ATTR_FIELD_FLAGS,
                 mode == CloseMode.FORCE ? CLOSE_FLAG_FORCE : 0);
         MemorySegment r;
@@ -571,22 +508,25 @@ public final class UcxEndpoint implements AutoCloseable {
             rt.failUnsubmitted(op, t);
             r = null;
         }
-        if (r != null) {
-            rt.started(op, r, null);
-        }
-        WorkerRuntime.Timer guard = f.isDone() ? null : rt.schedule(rt.worker.options().closeTimeout().toNanos(), () -> {
+        WorkerRuntime.Timer guard = rt.schedule(rt.worker.options().closeTimeout().toNanos(), () -> {
             if (!f.isDone()) {
                 f.completeExceptionally(new UcxTimeoutException("ucp_ep_close_nbx", WorkerRuntime.UCS_ERR_TIMED_OUT,
                         "endpoint to " + describePeer() + " did not close within " + rt.worker.options().closeTimeout()));
             }
         });
-        f.whenComplete((v, e) -> {
-            if (guard != null) {
-                guard.cancel();
-            }
+        released.whenComplete((v, e) -> {
+            guard.cancel();
             state = State.CLOSED;
             rt.worker.endpointClosed(this);
+            if (e != null) {
+                f.completeExceptionally(e);
+            } else {
+                f.complete(null);
+            }
         });
+        if (r != null) {
+            rt.started(op, r, null);
+        }
     }
 
     /**

@@ -334,11 +334,12 @@ public final class UcxWorker implements AutoCloseable {
             Operation flush = new Operation(rt, Operation.SEND, "connect", ep, 0, flushed);
             ep.startFlush(flush);
             long timeoutNanos = options.connectTimeout().toNanos();
+            boolean[] failing = new boolean[1]; // lock holder only: one failure path per connect
             WorkerRuntime.Timer timer = flushed.isDone() ? null : rt.schedule(timeoutNanos, () -> {
-                if (!result.isDone()) {
-                    result.completeExceptionally(new UcxTimeoutException("connect", WorkerRuntime.UCS_ERR_TIMED_OUT,
+                if (!result.isDone() && !failing[0]) {
+                    failing[0] = true;
+                    failConnect(ep, result, new UcxTimeoutException("connect", WorkerRuntime.UCS_ERR_TIMED_OUT,
                             "no connection to " + target + " within " + options.connectTimeout().toMillis() + " ms"));
-                    ep.startClose(CloseMode.FORCE, new UcxFuture<>());
                 }
             });
             flushed.whenComplete((v, e) -> {
@@ -347,15 +348,22 @@ public final class UcxWorker implements AutoCloseable {
                 }
                 if (e == null) {
                     result.complete(ep);
-                } else if (!result.isDone()) {
+                } else if (!result.isDone() && !failing[0]) {
+                    failing[0] = true;
                     int raw = e instanceof UcxException ue ? ue.rawStatus() : -6;
-                    result.completeExceptionally(new UcxUnreachableException("connect", raw,
+                    failConnect(ep, result, new UcxUnreachableException("connect", raw,
                             "cannot connect to " + target + ": " + e.getMessage()));
-                    ep.startClose(CloseMode.FORCE, new UcxFuture<>());
                 }
             });
         });
         return result;
+    }
+
+    /** Releases the half-made endpoint, then fails the connect: a failed connect leaves nothing behind. */
+    private static void failConnect(UcxEndpoint ep, UcxFuture<UcxEndpoint> result, UcxException why) {
+        UcxFuture<Void> closed = new UcxFuture<>();
+        closed.whenComplete((v, e) -> result.completeExceptionally(why));
+        ep.startClose(CloseMode.FORCE, closed);
     }
 
     /**
@@ -562,22 +570,10 @@ public final class UcxWorker implements AutoCloseable {
         Operation op = new Operation(rt, Operation.TAG_RECV, "ucp_tag_recv_nbx", ep, buffer.byteSize(), f);
         MemorySegment dst = Buffers.forReceive(op, buffer);
         long len = buffer.byteSize();
-        rt.submit(op, () -> {
-            if (ep != null && !ep.usable(op)) {
-                return;
-            }
-            // UCX 1.13 leaves recv_info unset when a receive completes at once from the unexpected
-            // queue, so the sender's tag and the length would be lost: always take the callback.
-            MemorySegment p = rt.param(op, Upcalls.TAG_RECV, WorkerRuntime.OP_ATTR_FLAG_NO_IMM_CMPL, 0);
-            MemorySegment r;
-            try {
-                r = (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, dst, len, tag, mask, p);
-            } catch (Throwable t) {
-                rt.failUnsubmitted(op, t);
-                return;
-            }
-            rt.started(op, r, null);
-        });
+        // UCX 1.13 leaves recv_info unset when a receive completes at once from the unexpected queue, so
+        // the sender's tag and the length would be lost: always take the callback.
+        rt.startOp(op, false, Upcalls.TAG_RECV, WorkerRuntime.OP_ATTR_FLAG_NO_IMM_CMPL, 0,
+                p -> (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, dst, len, tag, mask, p));
         return f;
     }
 
@@ -600,20 +596,8 @@ public final class UcxWorker implements AutoCloseable {
         Operation op = new Operation(rt, Operation.TAG_RECV, "ucp_tag_recv_nbx (iov)", ep, Iov.total(segments), f);
         MemorySegment list = Iov.forReceive(op, segments);
         long count = segments.size();
-        rt.submit(op, () -> {
-            if (ep != null && !ep.usable(op)) {
-                return;
-            }
-            MemorySegment p = rt.iovParam(op, Upcalls.TAG_RECV, WorkerRuntime.OP_ATTR_FLAG_NO_IMM_CMPL, 0);
-            MemorySegment r;
-            try {
-                r = (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, list, count, tag, mask, p);
-            } catch (Throwable t) {
-                rt.failUnsubmitted(op, t);
-                return;
-            }
-            rt.started(op, r, null);
-        });
+        rt.startOp(op, true, Upcalls.TAG_RECV, WorkerRuntime.OP_ATTR_FLAG_NO_IMM_CMPL, 0,
+                p -> (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, list, count, tag, mask, p));
         return f;
     }
 
@@ -650,17 +634,7 @@ public final class UcxWorker implements AutoCloseable {
         ensureOpen();
         UcxFuture<Void> f = new UcxFuture<>();
         Operation op = new Operation(rt, Operation.SEND, "ucp_worker_flush_nbx", null, 0, f);
-        rt.submit(op, () -> {
-            MemorySegment p = rt.param(op, Upcalls.SEND, 0, 0);
-            MemorySegment r;
-            try {
-                r = (MemorySegment) Ucp.worker_flush_nbx.invokeExact(rt.handle, p);
-            } catch (Throwable t) {
-                rt.failUnsubmitted(op, t);
-                return;
-            }
-            rt.started(op, r, null);
-        });
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (MemorySegment) Ucp.worker_flush_nbx.invokeExact(rt.handle, p));
         return f;
     }
 

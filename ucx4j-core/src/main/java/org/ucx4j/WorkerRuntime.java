@@ -191,6 +191,35 @@ final class WorkerRuntime implements UpcallTarget {
         });
     }
 
+    /** A {@code *_nbx} call, given the filled request parameters; returns UCX's status pointer. */
+    @FunctionalInterface
+    interface NbxCall {
+        MemorySegment call(MemorySegment param) throws Throwable;
+    }
+
+    /**
+     * Submits one operation: with the lock held, checks its endpoint (if any) is usable, fills the
+     * request parameters (contiguous or scatter-gather), calls UCX and tracks what it returned. Any
+     * failure on the way fails the operation instead of losing it.
+     */
+    void startOp(Operation op, boolean iov, MemorySegment callback, int attrs, int flags, NbxCall call) {
+        submit(op, () -> {
+            if (op.endpoint != null && !op.endpoint.usable(op)) {
+                return;
+            }
+            MemorySegment p = iov ? iovParam(op, callback, attrs, flags) : param(op, callback, attrs, flags);
+            MemorySegment r;
+            try {
+                r = call.call(p);
+            } catch (Throwable t) {
+                failUnsubmitted(op, t);
+                return;
+            }
+            boolean streamDoneNow = op.kind == Operation.STREAM_RECV && r.address() == 0;
+            started(op, r, streamDoneNow ? (Object) lengthOut.get(JAVA_LONG, 0) : null);
+        });
+    }
+
     /** Queues {@code task} for the next round, even when the caller holds the lock. */
     void later(Runnable task) {
         queue.offer(task);
