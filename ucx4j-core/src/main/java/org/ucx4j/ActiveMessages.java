@@ -104,7 +104,7 @@ final class ActiveMessages {
         UcxFuture<MemorySegment> body = new UcxFuture<>();
         MemorySegment dst;
         try {
-            dst = allocator.allocate(length);
+            dst = allocator.allocate(id, hdr.length == 0 ? hdr : hdr.clone(), length);
             if (!dst.isNative() || dst.byteSize() < length) {
                 throw new IllegalStateException("the allocator returned " + dst + " for " + length + " bytes");
             }

@@ -22,6 +22,20 @@ public interface AmAllocator {
     MemorySegment allocate(long size);
 
     /**
+     * Allocates memory for the body of a particular message. The default ignores the id and header;
+     * override it to route by them (for example, to receive straight into a buffer posted for that id).
+     * Called right before the message's handler, for the same message.
+     *
+     * @param id the message's handler id
+     * @param header the message's user header (a copy the allocator may keep)
+     * @param size the body size in bytes
+     * @return a native, writable segment of at least {@code size} bytes
+     */
+    default MemorySegment allocate(int id, byte[] header, long size) {
+        return allocate(size);
+    }
+
+    /**
      * The default: host memory from an automatic arena, freed by the garbage collector once the
      * received segment is unreachable.
      *

@@ -169,4 +169,30 @@ class ActiveMessageTest {
             }
         }
     }
+
+    @Test
+    void theAllocatorSeesIdHeaderAndSizeOfEachMessage() throws Exception {
+        java.util.List<String> seen = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        MemorySegment target = arena.allocate(1 << 20);
+        server.setAmAllocator(new AmAllocator() {
+            @Override
+            public MemorySegment allocate(long size) {
+                throw new AssertionError("the id-aware variant must be called");
+            }
+
+            @Override
+            public MemorySegment allocate(int id, byte[] header, long size) {
+                seen.add(id + ":" + new String(header) + ":" + size);
+                return target.asSlice(0, size);
+            }
+        });
+        LinkedBlockingQueue<AmMessage> got = new LinkedBlockingQueue<>();
+        server.setAmHandler(11, got::add);
+        MemorySegment body = pattern(5000, 4);
+        toServer.amSend(11, MemorySegment.ofArray("hdr".getBytes()), body, AmSendMode.RENDEZVOUS);
+        MemorySegment data = server.await(got.poll(30, TimeUnit.SECONDS).data(), Duration.ofSeconds(30));
+        assertEquals(java.util.List.of("11:hdr:5000"), seen);
+        assertEquals(target.address(), data.address(), "received straight into the allocator's memory");
+        assertEquals(-1L, body.mismatch(data));
+    }
 }
