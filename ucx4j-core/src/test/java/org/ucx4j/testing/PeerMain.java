@@ -173,7 +173,9 @@ public final class PeerMain {
                 }
             }
         } catch (RuntimeException e) {
-            // The client went away: expected at the end of every test.
+            // The client went away: expected at the end of every test. Forget it, so that nothing is
+            // ever answered on its dead endpoint.
+            clients.values().remove(ep);
         }
     }
 
@@ -183,7 +185,9 @@ public final class PeerMain {
         CountDownLatch done = new CountDownLatch(n);
         try (UcxContext ctx = UcxContext.create()) {
             for (int i = 0; i < n; i++) {
-                int id = 1000 + i + (int) (delayMs % 1000) * 100;
+                // Distinct from every other client of the same server: a late client must not reuse an
+                // id of the earlier batch, or the server would answer it on the earlier, closed endpoint.
+                int id = 1000 + i + (delayMs > 0 ? 10_000 : 0);
                 Thread.ofPlatform().start(() -> {
                     try (UcxWorker w = ctx.newWorker(options); UcxEndpoint ep = w.connect("127.0.0.1", port);
                          Arena arena = Arena.ofShared()) {
