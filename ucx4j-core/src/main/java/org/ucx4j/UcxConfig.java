@@ -194,6 +194,16 @@ public final class UcxConfig {
     }
 
     /**
+     * Whether workers' endpoints detect a dead peer (default true); see
+     * {@link WorkerOptions#peerErrorHandling()} for what turning it off trades.
+     *
+     * @return the {@code peer-error-handling} value
+     */
+    public boolean peerErrorHandling() {
+        return resolved.value(ConfigKey.PEER_ERROR_HANDLING);
+    }
+
+    /**
      * The most frames one message may carry; a peer claiming more is refused.
      *
      * @return at least 1 (default 100000)
@@ -553,6 +563,16 @@ public final class UcxConfig {
          */
         public Builder progressMode(ProgressMode mode) {
             return put(ConfigKey.PROGRESS_MODE, Objects.requireNonNull(mode, "mode"));
+        }
+
+        /**
+         * Sets {@code peer-error-handling}.
+         *
+         * @param enabled false to let UCX use transports that cannot detect a dead peer (shared memory)
+         * @return this builder
+         */
+        public Builder peerErrorHandling(boolean enabled) {
+            return put(ConfigKey.PEER_ERROR_HANDLING, enabled);
         }
 
         /**

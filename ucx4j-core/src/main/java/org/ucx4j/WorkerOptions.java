@@ -53,14 +53,16 @@ public record WorkerOptions(ProgressMode progressMode, Duration connectTimeout, 
     }
 
     /**
-     * The options a configuration gives: its {@code progress-mode} and {@code connect-timeout}, other
+     * The options a configuration gives: its {@code progress-mode}, {@code connect-timeout} and
+     * {@code peer-error-handling}, other
      * values as in {@link #defaults()}.
      *
      * @param config the configuration
      * @return the options
      */
     public static WorkerOptions from(UcxConfig config) {
-        return builder().progressMode(config.progressMode()).connectTimeout(config.connectTimeout()).build();
+        return builder().progressMode(config.progressMode()).connectTimeout(config.connectTimeout())
+                .peerErrorHandling(config.peerErrorHandling()).build();
     }
 
     /**

@@ -52,10 +52,12 @@ class ConfigAppliedTest {
     void workerOptionsComeFromTheConfig() {
         NativeRequirement.assumeUcx();
         UcxConfig config = UcxConfig.builder().progressMode(ProgressMode.CALLER)
-                .connectTimeout(Duration.ofMillis(1500)).build();
+                .connectTimeout(Duration.ofMillis(1500)).peerErrorHandling(false).build();
         try (UcxContext ctx = UcxContext.builder().config(config).build(); UcxWorker w = ctx.newWorker()) {
             assertEquals(ProgressMode.CALLER, w.progressMode());
             assertEquals(Duration.ofMillis(1500), w.options().connectTimeout());
+            assertEquals(false, w.options().peerErrorHandling());
         }
+        assertTrue(UcxConfig.builder().build().peerErrorHandling(), "peer error handling is on by default");
     }
 }

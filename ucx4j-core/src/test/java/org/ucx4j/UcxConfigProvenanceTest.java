@@ -25,7 +25,7 @@ class UcxConfigProvenanceTest {
         Map<String, ConfigEntry> byKey = new LinkedHashMap<>();
         config.entries().forEach(e -> byKey.put(e.key(), e));
         assertEquals(List.of("tcp", "nvlink", "infiniband", "rdmacm", "cuda-copy", "create-cuda-context", "multi-buffer",
-                "memory-pool.size", "memory-pool.maximum-size", "connect-timeout", "net-devices", "progress-mode",
+                "memory-pool.size", "memory-pool.maximum-size", "connect-timeout", "net-devices", "progress-mode", "peer-error-handling",
                 "max-frames", "max-frame-size", "auth.secret", "auth.secret-file", "environment.log-level"),
                 List.copyOf(byKey.keySet()));
         assertEquals(new ConfigEntry("tcp", "true", file + ":3"), byKey.get("tcp"));

@@ -41,7 +41,8 @@ record UcxSession(UcxContext context, UcxWorker worker) implements AutoCloseable
                 .build();
         try {
             Duration connectTimeout = config.connectTimeout();
-            WorkerOptions.Builder options = WorkerOptions.builder().progressMode(mode).name(name);
+            WorkerOptions.Builder options = WorkerOptions.builder().progressMode(mode).name(name)
+                    .peerErrorHandling(config.peerErrorHandling());
             if (connectTimeout.isPositive()) {
                 options.connectTimeout(connectTimeout);
             }

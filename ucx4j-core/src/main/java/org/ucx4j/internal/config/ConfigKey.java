@@ -48,6 +48,12 @@ public final class ConfigKey<T> {
     /** How workers make progress. */
     public static final ConfigKey<ProgressMode> PROGRESS_MODE = new ConfigKey<>(
             "progress-mode", ValueType.PROGRESS_MODE, ProgressMode.class, ProgressMode.THREAD_BLOCKING, false);
+    /**
+     * Whether endpoints detect a dead peer ({@code UCP_ERR_HANDLING_MODE_PEER}); off lets UCX use
+     * shared memory between processes, which it leaves out for endpoints that detect peer failure.
+     */
+    public static final ConfigKey<Boolean> PEER_ERROR_HANDLING =
+            new ConfigKey<>("peer-error-handling", ValueType.BOOLEAN, Boolean.class, Boolean.TRUE, false);
     /** Most frames one message may carry. */
     public static final ConfigKey<Integer> MAX_FRAMES =
             new ConfigKey<>("max-frames", ValueType.POSITIVE_INT, Integer.class, 100_000, false);
@@ -65,7 +71,7 @@ public final class ConfigKey<T> {
     public static final List<ConfigKey<?>> ALL = List.of(
             TCP, NVLINK, INFINIBAND, RDMACM, CUDA_COPY, CREATE_CUDA_CONTEXT, MULTI_BUFFER,
             MEMORY_POOL_SIZE, MEMORY_POOL_MAXIMUM_SIZE, CONNECT_TIMEOUT, NET_DEVICES, PROGRESS_MODE,
-            MAX_FRAMES, MAX_FRAME_SIZE, AUTH_SECRET, AUTH_SECRET_FILE);
+            PEER_ERROR_HANDLING, MAX_FRAMES, MAX_FRAME_SIZE, AUTH_SECRET, AUTH_SECRET_FILE);
 
     private static final Map<String, ConfigKey<?>> BY_NAME =
             ALL.stream().collect(Collectors.toUnmodifiableMap(ConfigKey::name, Function.identity()));
