@@ -11,7 +11,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -20,6 +19,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testing.PeerProcess;
+import org.ucx4j.testing.Loopback;
 
 /** Active messages: no receive posted in advance, sizes around the rendezvous threshold, headers, handlers. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -40,10 +40,9 @@ class ActiveMessageTest {
         ctx = UcxContext.builder().option("RNDV_THRESH", "1024").build();
         server = ctx.newWorker();
         client = ctx.newWorker();
-        CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
-        UcxListener l = server.listen(0, accepted::complete);
-        toServer = client.connect("127.0.0.1", l.port());
-        toClient = accepted.get(10, TimeUnit.SECONDS);
+        Loopback pair = Loopback.connect(server, client);
+        toServer = pair.client();
+        toClient = pair.server();
         arena = Arena.ofShared();
     }
 

@@ -17,6 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.ucx4j.testing.Loopback;
 
 /** Close semantics: in-flight operations complete as canceled; close twice is harmless; use after close is refused. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -36,10 +37,7 @@ class CloseTest {
         NativeRequirement.assumeUcx();
         try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker();
              Arena arena = Arena.ofShared()) {
-            CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
-            UcxListener l = server.listen(0, accepted::complete);
-            UcxEndpoint ep = client.connect("127.0.0.1", l.port());
-            accepted.get(10, TimeUnit.SECONDS);
+            UcxEndpoint ep = Loopback.connect(server, client).client();
             List<UcxFuture<?>> pending = new ArrayList<>();
             for (int i = 0; i < 3; i++) {
                 pending.add(ep.tagRecvAsync(arena.allocate(64), 1000 + i, -1L));
@@ -77,9 +75,9 @@ class CloseTest {
         UcxContext ctx = UcxContext.create();
         UcxWorker server = ctx.newWorker();
         UcxWorker client = ctx.newWorker();
-        CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
-        UcxListener l = server.listen(0, accepted::complete);
-        UcxEndpoint ep = client.connect("127.0.0.1", l.port());
+        Loopback pair = Loopback.connect(server, client);
+        UcxEndpoint ep = pair.client();
+        UcxListener l = pair.listener();
         assertDoesNotThrow(ep::close);
         assertDoesNotThrow(ep::close);
         assertDoesNotThrow(l::close);
@@ -99,10 +97,7 @@ class CloseTest {
     void blockingCallInsideACallbackIsRefused() throws Exception {
         NativeRequirement.assumeUcx();
         try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker()) {
-            CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
-            UcxListener l = server.listen(0, accepted::complete);
-            UcxEndpoint ep = client.connect("127.0.0.1", l.port());
-            accepted.get(10, TimeUnit.SECONDS);
+            UcxEndpoint ep = Loopback.connect(server, client).client();
             AtomicReference<Throwable> seen = new AtomicReference<>();
             UcxFuture<TagInfo> r = server.tagRecvAsync(new byte[4], 9, -1L);
             CompletableFuture<Void> chained = r.thenAccept(info -> {

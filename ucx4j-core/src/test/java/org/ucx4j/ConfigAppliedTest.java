@@ -4,10 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.ucx4j.testing.Loopback;
 
 /** The configuration is applied to UCX, not only computed: read back from UCX itself. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -23,9 +23,7 @@ class ConfigAppliedTest {
             assertTrue(effective.contains("UCX_SOCKADDR_TLS_PRIORITY=tcp\n"), effective);
             // And it still works end to end over tcp.
             try (UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker()) {
-                CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
-                UcxListener l = server.listen(0, accepted::complete);
-                UcxEndpoint ep = client.connect("127.0.0.1", l.port());
+                UcxEndpoint ep = Loopback.connect(server, client).client();
                 UcxFuture<TagInfo> r = server.tagRecvAsync(new byte[16], 3, -1L);
                 ep.tagSend(new byte[16], 3);
                 assertEquals(16, server.await(r, Duration.ofSeconds(10)).length());

@@ -3,10 +3,10 @@ package org.ucx4j;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.ucx4j.testing.Loopback;
 
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class LoopbackSmokeTest {
@@ -16,11 +16,9 @@ class LoopbackSmokeTest {
         try (UcxContext ctx = UcxContext.create();
              UcxWorker server = ctx.newWorker();
              UcxWorker client = ctx.newWorker()) {
-            CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
-            UcxListener l = server.listen(0, accepted::complete);
-            System.out.println("listening on " + l.address());
-            UcxEndpoint c = client.connect("127.0.0.1", l.port());
-            UcxEndpoint s = accepted.get(10, TimeUnit.SECONDS);
+            Loopback pair = Loopback.connect(server, client);
+            UcxEndpoint c = pair.client();
+            UcxEndpoint s = pair.server();
             byte[] msg = "hello".getBytes();
             var recv = server.tagRecvAsync(new byte[5], 7, -1L);
             c.tagSend(msg, 7);

@@ -10,7 +10,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -19,6 +18,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.ucx4j.testing.EchoProtocol;
 import org.ucx4j.testing.PeerProcess;
+import org.ucx4j.testing.Loopback;
 
 /** Several segments as one message (UCX iov), gathered on send and scattered on receive; some empty. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -62,10 +62,9 @@ class ScatterGatherTest {
         NativeRequirement.assumeUcx();
         try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker();
              Arena arena = Arena.ofShared()) {
-            CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
-            UcxListener l = server.listen(0, accepted::complete);
-            UcxEndpoint ep = client.connect("127.0.0.1", l.port());
-            UcxEndpoint back = accepted.get(10, TimeUnit.SECONDS);
+            Loopback pair = Loopback.connect(server, client);
+            UcxEndpoint ep = pair.client();
+            UcxEndpoint back = pair.server();
             List<MemorySegment> out = parts(arena, n, n);
             MemorySegment expected = concat(arena, out);
             long total = expected.byteSize();

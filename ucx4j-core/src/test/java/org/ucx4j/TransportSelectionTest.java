@@ -3,10 +3,10 @@ package org.ucx4j;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.time.Duration;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.ucx4j.testing.Loopback;
 
 /** Endpoints work with peer error handling off too (UCX may then pick shared memory). */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -17,9 +17,7 @@ class TransportSelectionTest {
         WorkerOptions noPeerErrors = WorkerOptions.builder().peerErrorHandling(false).build();
         try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(noPeerErrors);
              UcxWorker client = ctx.newWorker(noPeerErrors)) {
-            CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
-            UcxListener l = server.listen(0, accepted::complete);
-            UcxEndpoint ep = client.connect("127.0.0.1", l.port());
+            UcxEndpoint ep = Loopback.connect(server, client).client();
             byte[] in = new byte[1 << 20];
             UcxFuture<TagInfo> r = server.tagRecvAsync(in, 4, -1L);
             byte[] out = new byte[1 << 20];

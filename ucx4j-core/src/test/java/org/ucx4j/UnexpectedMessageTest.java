@@ -2,10 +2,10 @@ package org.ucx4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.ucx4j.testing.Loopback;
 
 /** A receive posted after its message arrived (UCX's unexpected queue) completes at once with the right tag and length. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -14,10 +14,7 @@ class UnexpectedMessageTest {
     void receivePostedAfterArrivalReportsTagAndLength() throws Exception {
         NativeRequirement.assumeUcx();
         try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker()) {
-            CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
-            UcxListener l = server.listen(0, accepted::complete);
-            UcxEndpoint c = client.connect("127.0.0.1", l.port());
-            accepted.get(10, TimeUnit.SECONDS);
+            UcxEndpoint c = Loopback.connect(server, client).client();
             for (int i = 1; i <= 5; i++) {
                 c.tagSend(new byte[i * 10], (42L << 32) | i);
             }
