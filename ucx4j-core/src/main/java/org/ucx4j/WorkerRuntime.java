@@ -310,19 +310,28 @@ final class WorkerRuntime implements UpcallTarget {
         }
     }
 
+    /**
+     * With the lock held: progresses to zero and arms the worker, in one hold of the lock, because an
+     * operation posted inline by another thread since the last round may need progress that no fd event
+     * will ever announce.
+     *
+     * @return true when nothing is pending and the worker is armed (its event fd may be waited on);
+     *     false when there was work or UCX reported pending events (BUSY): progress again
+     */
+    private boolean idleAndArmed() {
+        if (round() > 0 || !queue.isEmpty()) {
+            return false;
+        }
+        return UcxContext.callInt(() -> (byte) Ucp.worker_arm.invokeExact(handle)) == UCS_OK;
+    }
+
     /** Arms the worker and sleeps on its event fd; returns early when anything arrives or is submitted. */
     private void sleepUntilEvent() {
         int timeoutMs;
         lock.lock();
         try {
-            // Progress to zero and arm in one hold of the lock: an operation posted inline by another
-            // thread since our last round may need progress that no fd event will ever announce.
-            if (round() > 0 || !queue.isEmpty()) {
+            if (!idleAndArmed()) {
                 return;
-            }
-            int status = UcxContext.callInt(() -> (byte) Ucp.worker_arm.invokeExact(handle));
-            if (status != UCS_OK) {
-                return; // BUSY: events are pending, progress again.
             }
             armed = true;
             timeoutMs = nextTimerMillis();
@@ -357,8 +366,7 @@ final class WorkerRuntime implements UpcallTarget {
             lock.lock();
             boolean canSleep;
             try {
-                canSleep = round() == 0 && queue.isEmpty()
-                        && UcxContext.callInt(() -> (byte) Ucp.worker_arm.invokeExact(handle)) == UCS_OK;
+                canSleep = idleAndArmed();
             } finally {
                 lock.unlock();
             }
