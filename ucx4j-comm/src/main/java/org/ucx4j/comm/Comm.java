@@ -1,0 +1,116 @@
+package org.ucx4j.comm;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A connection to one peer carrying whole {@link Message}s in order, over any transport
+ * ({@code ucx://}, {@code tcp://}, {@code inproc://}, ...). Get one from {@link Comms#connect} or from
+ * a listener's {@link CommHandler}.
+ *
+ * <p>Reads: messages arrive in the order the peer wrote them. The comm receives at most one message
+ * ahead of your reads, so a peer that writes faster than you read is held back by the transport
+ * (UCX, the TCP window), not buffered without bound. {@link #read(Duration)} that times out leaves the
+ * comm open and usable: the message it was waiting for goes to the next read, nothing is lost.
+ *
+ * <p>Writes: {@link #writeAsync} returns when the message is queued; its future completes when the
+ * frames' memory may be reused. Messages written from several threads at once are each kept whole and
+ * leave in the order their writes were called.
+ *
+ * <p>Closing: {@link #close()} is graceful: messages written before it are delivered, then the peer's
+ * reads fail with {@link CommClosedException}. {@link #abort()} drops everything at once. A dead peer
+ * (killed, network gone) fails pending and later reads and writes with {@link CommClosedException}
+ * within the transport's detection time; nothing waits forever.
+ *
+ * <p>Futures may complete on a transport thread (for {@code ucx://}, the worker's progress thread):
+ * never block in their callbacks; the blocking methods refuse to run there.
+ *
+ * <p>Threading: safe from any thread. Ownership: the caller closes it; a listener's comms are not closed
+ * by closing the listener.
+ */
+public interface Comm extends AutoCloseable {
+    /**
+     * Sends a message.
+     *
+     * @param message the frames to send (see {@link Frame} about their memory)
+     * @return completes when the frames may be reused; fails with {@link CommClosedException} when the
+     *     comm closed first
+     */
+    CompletableFuture<Void> writeAsync(Message message);
+
+    /**
+     * Blocking twin of {@link #writeAsync}.
+     *
+     * @param message the frames
+     * @throws CommClosedException when the comm is or gets closed
+     */
+    void write(Message message);
+
+    /**
+     * Receives the next message.
+     *
+     * @return completes with the message (which owns its memory: close it when done); fails with
+     *     {@link CommClosedException} after the peer closed and every earlier message was read
+     */
+    CompletableFuture<Message> readAsync();
+
+    /**
+     * Blocking twin of {@link #readAsync()}.
+     *
+     * @return the next message
+     * @throws CommClosedException when the comm is closed
+     */
+    Message read();
+
+    /**
+     * Receives the next message, waiting at most {@code timeout}.
+     *
+     * @param timeout how long to wait
+     * @return the next message
+     * @throws CommTimeoutException when none arrives in time (the comm stays open and usable)
+     * @throws CommClosedException when the comm is closed
+     */
+    Message read(Duration timeout);
+
+    /**
+     * Closes gracefully: what was written before is delivered to the peer, then the peer's reads fail
+     * with {@link CommClosedException}; reads and writes pending here fail with it too. Waits for the
+     * close marker to leave (at most the config's close timeout), idempotent.
+     */
+    @Override
+    void close();
+
+    /** Closes at once: pending reads and writes here fail, the peer sees the connection drop. Idempotent. */
+    void abort();
+
+    /**
+     * Whether the comm is closed (on either side, or lost).
+     *
+     * @return true once no more messages can be written
+     */
+    boolean isClosed();
+
+    /**
+     * This side's address, with the transport's scheme (for a listener's comm, the address the client
+     * connected to).
+     *
+     * @return the address
+     */
+    URI localAddress();
+
+    /**
+     * The peer's address, with the transport's scheme (for a listener's comm, the client's address as
+     * the connection shows it).
+     *
+     * @return the address
+     */
+    URI peerAddress();
+
+    /**
+     * The peer's identity as it announced it in the handshake (for example {@code host/pid}).
+     *
+     * @return the identity string
+     */
+    String peerIdentity();
+}

@@ -1,0 +1,268 @@
+package org.ucx4j.comm;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+import org.ucx4j.UcxConfig;
+
+/**
+ * Settings for {@link Comms#listen} and {@link Comms#connect}: the {@link UcxConfig} (UCX settings,
+ * {@code connect-timeout}, {@code multi-buffer}, {@code max-frames}, {@code max-frame-size},
+ * {@code auth.secret} / {@code auth.secret-file}), the allocator for received frames, and the identity
+ * this side announces.
+ *
+ * <p>Built once and validated then: a secret file that cannot be read fails {@link Builder#build()}
+ * with an error naming it. Immutable and thread-safe; one instance may serve any number of comms.
+ */
+public final class CommOptions {
+    private final UcxConfig config;
+    private final FrameAllocator allocator;
+    private final String identity;
+    private final Duration connectTimeout;
+    private final Duration closeTimeout;
+    private final byte[] secret;
+
+    private CommOptions(Builder b) {
+        this.config = b.config != null ? b.config : UcxConfig.load();
+        this.allocator = b.allocator != null ? b.allocator : FrameAllocator.host();
+        this.identity = b.identity != null ? b.identity : defaultIdentity();
+        this.connectTimeout = b.connectTimeout != null ? b.connectTimeout : config.connectTimeout();
+        this.closeTimeout = b.closeTimeout != null ? b.closeTimeout : Duration.ofSeconds(5);
+        this.secret = readSecret(config);
+        if (identity.getBytes(StandardCharsets.UTF_8).length > 1024) {
+            throw new IllegalArgumentException("identity is longer than 1024 bytes in UTF-8");
+        }
+    }
+
+    /**
+     * Options from {@link UcxConfig#load()} and the host allocator.
+     *
+     * @return the defaults
+     */
+    public static CommOptions defaults() {
+        return builder().build();
+    }
+
+    /**
+     * A builder starting from the defaults.
+     *
+     * @return a new builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * The configuration in force.
+     *
+     * @return the config
+     */
+    public UcxConfig config() {
+        return config;
+    }
+
+    /**
+     * Where received frames are allocated.
+     *
+     * @return the allocator
+     */
+    public FrameAllocator allocator() {
+        return allocator;
+    }
+
+    /**
+     * What this side announces as its identity in the handshake.
+     *
+     * @return the identity (default {@code hostname/pid})
+     */
+    public String identity() {
+        return identity;
+    }
+
+    /**
+     * How long connecting, handshake included, may take.
+     *
+     * @return the timeout (default: the config's {@code connect-timeout})
+     */
+    public Duration connectTimeout() {
+        return connectTimeout;
+    }
+
+    /**
+     * How long {@link Comm#close()} waits for the messages before it to leave.
+     *
+     * @return the timeout (default 5 s)
+     */
+    public Duration closeTimeout() {
+        return closeTimeout;
+    }
+
+    /**
+     * Whether messages go as one scatter-gather send ({@code multi-buffer} in the config) instead of
+     * one send per frame; only {@code ucx://} distinguishes the two.
+     *
+     * @return the config's {@code multi-buffer}, false when unset
+     */
+    public boolean multiBuffer() {
+        return config.multiBuffer().orElse(false);
+    }
+
+    /**
+     * The most frames a received message may have.
+     *
+     * @return the config's {@code max-frames}
+     */
+    public int maxFrames() {
+        return config.maxFrames();
+    }
+
+    /**
+     * The largest frame a peer may send.
+     *
+     * @return the config's {@code max-frame-size} in bytes
+     */
+    public long maxFrameSize() {
+        return config.maxFrameSize();
+    }
+
+    /**
+     * The shared secret for the handshake, from {@code auth.secret} or the file {@code auth.secret-file}.
+     *
+     * @return a copy of the secret's bytes, empty when none is configured
+     */
+    public Optional<byte[]> secret() {
+        return secret == null ? Optional.empty() : Optional.of(secret.clone());
+    }
+
+    private static byte[] readSecret(UcxConfig config) {
+        Optional<String> inline = config.authSecret();
+        Optional<String> file = config.authSecretFile();
+        if (inline.isPresent() && file.isPresent()) {
+            throw new IllegalArgumentException("both auth.secret and auth.secret-file are set: keep one");
+        }
+        if (inline.isPresent()) {
+            if (inline.get().isEmpty()) {
+                throw new IllegalArgumentException("auth.secret is empty");
+            }
+            return inline.get().getBytes(StandardCharsets.UTF_8);
+        }
+        if (file.isPresent()) {
+            Path p = Path.of(file.get());
+            try {
+                String s = Files.readString(p, StandardCharsets.UTF_8).strip();
+                if (s.isEmpty()) {
+                    throw new IllegalArgumentException("auth.secret-file " + p + " is empty");
+                }
+                return s.getBytes(StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                throw new IllegalArgumentException("auth.secret-file " + p + " cannot be read: " + e, e);
+            }
+        }
+        return null;
+    }
+
+    private static String defaultIdentity() {
+        String host;
+        try {
+            host = java.net.InetAddress.getLocalHost().getHostName();
+        } catch (IOException e) {
+            host = "localhost";
+        }
+        return host + "/" + ProcessHandle.current().pid();
+    }
+
+    @Override
+    public String toString() {
+        return "CommOptions[identity=" + identity + ", connectTimeout=" + connectTimeout + ", multiBuffer="
+                + multiBuffer() + ", maxFrames=" + maxFrames() + ", maxFrameSize=" + maxFrameSize()
+                + ", auth=" + (secret != null) + ", allocator=" + allocator + "]";
+    }
+
+    /** Builds {@link CommOptions}; not thread-safe. */
+    public static final class Builder {
+        private UcxConfig config;
+        private FrameAllocator allocator;
+        private String identity;
+        private Duration connectTimeout;
+        private Duration closeTimeout;
+
+        private Builder() {}
+
+        /**
+         * The configuration (default {@link UcxConfig#load()}).
+         *
+         * @param value the config
+         * @return this builder
+         */
+        public Builder config(UcxConfig value) {
+            this.config = Objects.requireNonNull(value, "config");
+            return this;
+        }
+
+        /**
+         * The allocator for received frames (default {@link FrameAllocator#host()}).
+         *
+         * @param value the allocator
+         * @return this builder
+         */
+        public Builder allocator(FrameAllocator value) {
+            this.allocator = Objects.requireNonNull(value, "allocator");
+            return this;
+        }
+
+        /**
+         * The identity announced to peers (default {@code hostname/pid}); at most 1024 bytes.
+         *
+         * @param value the identity
+         * @return this builder
+         */
+        public Builder identity(String value) {
+            this.identity = Objects.requireNonNull(value, "identity");
+            return this;
+        }
+
+        /**
+         * Overrides the config's {@code connect-timeout}.
+         *
+         * @param value a positive duration
+         * @return this builder
+         */
+        public Builder connectTimeout(Duration value) {
+            this.connectTimeout = positive(value, "connectTimeout");
+            return this;
+        }
+
+        /**
+         * How long a graceful close waits (default 5 s).
+         *
+         * @param value a positive duration
+         * @return this builder
+         */
+        public Builder closeTimeout(Duration value) {
+            this.closeTimeout = positive(value, "closeTimeout");
+            return this;
+        }
+
+        /**
+         * Validates and builds.
+         *
+         * @return the options
+         * @throws IllegalArgumentException naming what is wrong (an unreadable secret file, ...)
+         */
+        public CommOptions build() {
+            return new CommOptions(this);
+        }
+
+        private static Duration positive(Duration d, String what) {
+            Objects.requireNonNull(d, what);
+            if (d.isNegative() || d.isZero()) {
+                throw new IllegalArgumentException(what + " must be positive, got " + d);
+            }
+            return d;
+        }
+    }
+}

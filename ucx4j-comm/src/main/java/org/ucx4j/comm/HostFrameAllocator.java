@@ -1,0 +1,26 @@
+package org.ucx4j.comm;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/** {@link FrameAllocator#host()}. */
+final class HostFrameAllocator implements FrameAllocator {
+    static final HostFrameAllocator INSTANCE = new HostFrameAllocator();
+
+    private HostFrameAllocator() {}
+
+    @Override
+    public MemorySegment allocate(MemoryKind kind, long byteSize, Arena messageScope) {
+        if (kind != MemoryKind.HOST) {
+            throw new UnsupportedOperationException("the peer sent a " + kind + " frame but this comm's allocator"
+                    + " only has host memory: pass a FrameAllocator for " + kind + " (ucx4j-cuda provides one)"
+                    + " in CommOptions");
+        }
+        return messageScope.allocate(byteSize, 64);
+    }
+
+    @Override
+    public String toString() {
+        return "FrameAllocator.host()";
+    }
+}

@@ -1,0 +1,302 @@
+package org.ucx4j.comm.internal;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.ucx4j.comm.CommClosedException;
+import org.ucx4j.comm.CommException;
+import org.ucx4j.comm.CommOptions;
+import org.ucx4j.comm.CommProtocolException;
+import org.ucx4j.comm.Frame;
+import org.ucx4j.comm.MemoryKind;
+import org.ucx4j.comm.Message;
+
+/**
+ * A comm over one TCP connection (NIO, blocking mode, TCP_NODELAY). Writes: header and frame table in
+ * one direct buffer, then the frames in place, in one gathering write; the first writer to find the
+ * queue idle writes (on its own thread when it blocks on the result anyway, else on a virtual thread)
+ * and takes the messages others queued meanwhile, so concurrent writers never interleave bytes. Reads:
+ * one reader thread per comm, which reads a message only when one is wanted, small parts through a
+ * 64 KiB buffer and large frames straight into their memory.
+ */
+final class TcpComm extends AbstractComm {
+    private static final AtomicInteger READERS = new AtomicInteger();
+    private static final int READ_BUFFER = 64 * 1024;
+    /** Heap frames go out in slices this big (the JDK copies heap buffers into a temporary direct one). */
+    private static final long HEAP_SLICE = 1 << 20;
+    /** Native frames go out in slices this big (ByteBuffers stop at 2 GiB). */
+    private static final long NATIVE_SLICE = 1L << 30;
+
+    private final SocketChannel channel;
+    private final ByteBuffer in = ByteBuffer.allocateDirect(READ_BUFFER).flip();
+    private final Semaphore wanted = new Semaphore(0);
+    private final Object writeLock = new Object();
+    private final ArrayDeque<PendingWrite> writes = new ArrayDeque<>();
+    private boolean writing;
+    private volatile boolean released;
+
+    private record PendingWrite(ByteBuffer[] buffers, CompletableFuture<Void> done) {}
+
+    TcpComm(SocketChannel channel, CommOptions options, URI local, URI peer, String peerIdentity) {
+        super(options, local, peer, peerIdentity);
+        this.channel = channel;
+        Thread t = new Thread(this::readLoop, "ucx4j-tcp-reader-" + READERS.incrementAndGet());
+        t.setDaemon(true);
+        t.start();
+        start();
+    }
+
+    // ------------------------------------------------------------------ reading
+
+    @Override
+    protected void receiveOne() {
+        wanted.release();
+    }
+
+    private void readLoop() {
+        try {
+            while (true) {
+                wanted.acquire();
+                if (released) {
+                    return;
+                }
+                Message m = readMessage();
+                if (m == null) {
+                    ended(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress()
+                            + " was closed by the peer"), true);
+                    return;
+                }
+                received(m);
+            }
+        } catch (CommProtocolException e) {
+            ended(e, false);
+        } catch (InterruptedException | IOException e) {
+            if (!released) {
+                ended(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " lost: "
+                        + describe(e), e), false);
+            }
+        } catch (RuntimeException | Error e) {
+            ended(new CommException("comm " + localAddress() + " <-> " + peerAddress() + " failed reading: " + e, e), false);
+        }
+    }
+
+    /** Reads one message; null for the peer's close marker. */
+    private Message readMessage() throws IOException {
+        MemorySegment head = MemorySegment.ofBuffer(fill(WireFormat.HEADER_BYTES));
+        WireFormat.Header h = WireFormat.readHeader(head, 0, options.maxFrames());
+        in.position(in.position() + WireFormat.HEADER_BYTES);
+        if (h.isClose()) {
+            return null;
+        }
+        if (h.flags() != 0) {
+            throw new CommProtocolException("tcp:// message with ucx-only flags " + h.flags());
+        }
+        WireFormat.Table t;
+        long tableBytes = h.tableBytes();
+        if (tableBytes <= READ_BUFFER) {
+            t = WireFormat.readTable(MemorySegment.ofBuffer(fill((int) tableBytes)), 0, h.frameCount(), options.maxFrameSize());
+            in.position(in.position() + (int) tableBytes);
+        } else {
+            // Bounded by max-frames (checked above): 16 bytes per frame.
+            MemorySegment table = MemorySegment.ofArray(new byte[(int) tableBytes]);
+            readFully(table);
+            t = WireFormat.readTable(table, 0, h.frameCount(), options.maxFrameSize());
+        }
+        Arena scope = Arena.ofShared();
+        List<Frame> frames = new ArrayList<>(h.frameCount());
+        try {
+            for (int i = 0; i < h.frameCount(); i++) {
+                if (t.kinds()[i] != MemoryKind.HOST) {
+                    throw new CommProtocolException("frame " + i + " is " + t.kinds()[i] + " memory; tcp:// carries host frames only");
+                }
+                MemorySegment seg = options.allocator().allocate(MemoryKind.HOST, t.sizes()[i], scope);
+                readFully(seg);
+                frames.add(new Frame(seg, MemoryKind.HOST));
+            }
+        } catch (IOException | RuntimeException e) {
+            scope.close();
+            throw e;
+        }
+        return Message.received(frames, scope);
+    }
+
+    /** Makes at least {@code n} bytes available in {@code in} and returns a view of them (not consumed). */
+    private ByteBuffer fill(int n) throws IOException {
+        if (in.remaining() < n) {
+            in.compact();
+            while (in.position() < n) {
+                if (channel.read(in) < 0) {
+                    in.flip();
+                    throw new EOFException("connection closed by the peer without a close marker");
+                }
+            }
+            in.flip();
+        }
+        return in.slice(in.position(), n);
+    }
+
+    private void readFully(MemorySegment dst) throws IOException {
+        long done = 0;
+        long size = dst.byteSize();
+        int buffered = (int) Math.min(in.remaining(), size);
+        if (buffered > 0) {
+            MemorySegment.copy(MemorySegment.ofBuffer(in), 0, dst, 0, buffered);
+            in.position(in.position() + buffered);
+            done = buffered;
+        }
+        while (done < size) {
+            long left = size - done;
+            if (left < READ_BUFFER / 2) {
+                int n = (int) left;
+                ByteBuffer b = fill(n);
+                MemorySegment.copy(MemorySegment.ofBuffer(b), 0, dst, done, n);
+                in.position(in.position() + n);
+                done += n;
+            } else {
+                ByteBuffer b = dst.asSlice(done, Math.min(left, NATIVE_SLICE)).asByteBuffer();
+                while (b.hasRemaining()) {
+                    if (channel.read(b) < 0) {
+                        throw new EOFException("connection closed by the peer in the middle of a frame");
+                    }
+                }
+                done += b.capacity();
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ writing
+
+    @Override
+    protected CompletableFuture<Void> send(Message message, boolean callerWaits) {
+        List<Frame> frames = message.frames();
+        ByteBuffer head = ByteBuffer.allocateDirect(WireFormat.HEADER_BYTES + frames.size() * WireFormat.ENTRY_BYTES);
+        MemorySegment hs = MemorySegment.ofBuffer(head);
+        WireFormat.writeHeader(hs, 0, WireFormat.TYPE_MESSAGE, 0, frames.size());
+        WireFormat.writeTable(hs, WireFormat.HEADER_BYTES, frames);
+        List<ByteBuffer> buffers = new ArrayList<>(frames.size() + 1);
+        buffers.add(head);
+        for (int i = 0; i < frames.size(); i++) {
+            Frame f = frames.get(i);
+            if (f.kind() != MemoryKind.HOST) {
+                throw new CommException("frame " + i + " is " + f.kind() + " memory; tcp:// carries host frames only"
+                        + " (use ucx:// for device memory)");
+            }
+            MemorySegment s = f.segment();
+            long slice = s.isNative() ? NATIVE_SLICE : HEAP_SLICE;
+            for (long off = 0; off < s.byteSize(); off += slice) {
+                buffers.add(s.asSlice(off, Math.min(slice, s.byteSize() - off)).asByteBuffer());
+            }
+        }
+        return enqueue(buffers.toArray(ByteBuffer[]::new), callerWaits);
+    }
+
+    @Override
+    protected CompletableFuture<Void> sendClose() {
+        ByteBuffer head = ByteBuffer.allocateDirect(WireFormat.HEADER_BYTES);
+        WireFormat.writeHeader(MemorySegment.ofBuffer(head), 0, WireFormat.TYPE_CLOSE, 0, 0);
+        return enqueue(new ByteBuffer[] {head}, true);
+    }
+
+    private CompletableFuture<Void> enqueue(ByteBuffer[] buffers, boolean callerWaits) {
+        PendingWrite w = new PendingWrite(buffers, new CompletableFuture<>());
+        boolean becomeWriter;
+        synchronized (writeLock) {
+            if (released) {
+                w.done.completeExceptionally(closedError("write to"));
+                return w.done;
+            }
+            writes.add(w);
+            becomeWriter = !writing;
+            writing = true;
+        }
+        if (becomeWriter) {
+            if (callerWaits) {
+                drainWrites();
+            } else {
+                Thread.ofVirtual().name("ucx4j-tcp-writer").start(this::drainWrites);
+            }
+        }
+        return w.done;
+    }
+
+    private void drainWrites() {
+        while (true) {
+            PendingWrite w;
+            synchronized (writeLock) {
+                w = writes.poll();
+                if (w == null) {
+                    writing = false;
+                    return;
+                }
+            }
+            try {
+                ByteBuffer[] b = w.buffers;
+                long left = 0;
+                for (ByteBuffer x : b) {
+                    left += x.remaining();
+                }
+                int first = 0;
+                while (left > 0) {
+                    left -= channel.write(b, first, b.length - first);
+                    while (first < b.length && !b[first].hasRemaining()) {
+                        first++;
+                    }
+                }
+                w.done.complete(null);
+            } catch (IOException | RuntimeException e) {
+                CommClosedException lost = new CommClosedException("comm " + localAddress() + " <-> " + peerAddress()
+                        + " lost while writing: " + describe(e), e);
+                w.done.completeExceptionally(lost);
+                List<PendingWrite> rest;
+                synchronized (writeLock) {
+                    rest = new ArrayList<>(writes);
+                    writes.clear();
+                    writing = false;
+                }
+                rest.forEach(r -> r.done.completeExceptionally(lost));
+                failed(lost);
+                return;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ release
+
+    @Override
+    protected void release(boolean graceful) {
+        List<PendingWrite> rest;
+        synchronized (writeLock) {
+            if (released) {
+                return;
+            }
+            released = true;
+            rest = new ArrayList<>(writes);
+            writes.clear();
+        }
+        CommClosedException e = closedError("write to");
+        rest.forEach(r -> r.done.completeExceptionally(e));
+        try {
+            if (graceful && channel.isOpen()) {
+                channel.shutdownOutput();
+            }
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // nothing left to do
+        }
+        wanted.release();
+    }
+}

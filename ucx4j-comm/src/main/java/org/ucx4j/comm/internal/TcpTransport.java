@@ -1,0 +1,188 @@
+package org.ucx4j.comm.internal;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.net.URI;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.ucx4j.comm.Comm;
+import org.ucx4j.comm.CommException;
+import org.ucx4j.comm.CommHandler;
+import org.ucx4j.comm.CommListener;
+import org.ucx4j.comm.CommOptions;
+
+/**
+ * {@code tcp://host:port}: NIO sockets with TCP_NODELAY, the baseline and the reference implementation
+ * of the wire format. Public for {@link java.util.ServiceLoader}; use {@link org.ucx4j.comm.Comms}.
+ */
+public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
+    private static final Logger LOG = LoggerFactory.getLogger(TcpTransport.class);
+    static final String SCHEME = "tcp";
+
+    /** Creates the transport (ServiceLoader). */
+    public TcpTransport() {}
+
+    @Override
+    public Set<String> schemes() {
+        return Set.of(SCHEME);
+    }
+
+    @Override
+    public CommListener listen(URI address, CommHandler handler, CommOptions options) {
+        InetSocketAddress bind = Addresses.socketAddress(address);
+        ServerSocketChannel server;
+        try {
+            server = ServerSocketChannel.open();
+            server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            server.bind(bind, 1024);
+        } catch (IOException e) {
+            throw new CommException("cannot listen on " + address + ": " + e.getMessage(), e);
+        }
+        Listener l;
+        try {
+            l = new Listener(server, handler, options);
+        } catch (IOException e) {
+            closeQuietly(server);
+            throw new CommException("cannot listen on " + address + ": " + e.getMessage(), e);
+        }
+        Thread t = new Thread(l::acceptLoop, "ucx4j-tcp-accept-" + l.address.getPort());
+        t.setDaemon(true);
+        t.start();
+        return l;
+    }
+
+    @Override
+    public CompletableFuture<Comm> connectAsync(URI address, CommOptions options) {
+        InetSocketAddress target;
+        try {
+            target = Addresses.socketAddress(address);
+        } catch (IllegalArgumentException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        CompletableFuture<Comm> f = new CompletableFuture<>();
+        Thread.ofVirtual().name("ucx4j-tcp-connect").start(() -> {
+            SocketChannel ch = null;
+            try {
+                SocketChannel c = SocketChannel.open();
+                ch = c;
+                Comm comm = Watchdog.within(options.connectTimeout(), "connecting to " + address, () -> closeQuietly(c), () -> {
+                    try {
+                        c.connect(target);
+                    } catch (IOException e) {
+                        throw new CommException("cannot connect to " + address + ": " + describeConnect(e), e);
+                    }
+                    c.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                    URI local = Addresses.uri(SCHEME, (InetSocketAddress) c.getLocalAddress());
+                    URI peer = Addresses.uri(SCHEME, (InetSocketAddress) c.getRemoteAddress());
+                    Handshake.Result r = Handshake.client(new StreamHandshakeChannel(c), options, 0, peer.toString(), null);
+                    return new TcpComm(c, options, local, peer, r.peerIdentity());
+                });
+                if (!f.complete(comm)) {
+                    comm.abort();
+                }
+            } catch (Throwable t) {
+                closeQuietly(ch);
+                f.completeExceptionally(t);
+            }
+        });
+        return f;
+    }
+
+    private static String describeConnect(IOException e) {
+        return e instanceof java.net.ConnectException ? "connection refused (nothing listens there?)" : e.toString();
+    }
+
+    static void closeQuietly(java.io.Closeable c) {
+        if (c != null) {
+            try {
+                c.close();
+            } catch (IOException ignored) {
+                // closing on an error path
+            }
+        }
+    }
+
+    /** A listening socket and its accept thread. */
+    private static final class Listener implements CommListener {
+        private final ServerSocketChannel server;
+        private final CommHandler handler;
+        private final CommOptions options;
+        private final InetSocketAddress address;
+        private final URI uri;
+        private final AtomicBoolean closed = new AtomicBoolean();
+
+        Listener(ServerSocketChannel server, CommHandler handler, CommOptions options) throws IOException {
+            this.server = server;
+            this.handler = handler;
+            this.options = options;
+            this.address = (InetSocketAddress) server.getLocalAddress();
+            this.uri = Addresses.uri(SCHEME, address);
+        }
+
+        void acceptLoop() {
+            while (!closed.get()) {
+                SocketChannel c;
+                try {
+                    c = server.accept();
+                } catch (ClosedChannelException e) {
+                    return;
+                } catch (IOException e) {
+                    if (closed.get()) {
+                        return;
+                    }
+                    LOG.warn("{}: accept failed: {}", uri, e.toString());
+                    continue;
+                }
+                Thread.ofVirtual().name("ucx4j-tcp-accepted").start(() -> serve(c));
+            }
+        }
+
+        private void serve(SocketChannel c) {
+            TcpComm comm;
+            try {
+                comm = Watchdog.within(options.connectTimeout(), "handshake with a client of " + uri, () -> closeQuietly(c), () -> {
+                    c.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                    URI local = Addresses.uri(SCHEME, (InetSocketAddress) c.getLocalAddress());
+                    URI peer = Addresses.uri(SCHEME, (InetSocketAddress) c.getRemoteAddress());
+                    Handshake.Result r = Handshake.listener(new StreamHandshakeChannel(c), options, 0, peer.toString(), null);
+                    return new TcpComm(c, options, local, peer, r.peerIdentity());
+                });
+            } catch (RuntimeException e) {
+                LOG.warn("{}: refused a connection: {}", uri, e.getMessage());
+                closeQuietly(c);
+                return;
+            }
+            Listeners.runHandler(handler, comm, uri);
+        }
+
+        @Override
+        public URI address() {
+            return uri;
+        }
+
+        @Override
+        public List<URI> addresses() {
+            return List.of(uri);
+        }
+
+        @Override
+        public void close() {
+            if (closed.compareAndSet(false, true)) {
+                closeQuietly(server);
+            }
+        }
+
+        @Override
+        public String toString() {
+            return "CommListener[" + uri + (closed.get() ? ", closed" : "") + "]";
+        }
+    }
+}

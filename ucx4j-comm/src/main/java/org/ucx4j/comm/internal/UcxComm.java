@@ -1,0 +1,342 @@
+package org.ucx4j.comm.internal;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeoutException;
+import org.ucx4j.CloseMode;
+import org.ucx4j.TagInfo;
+import org.ucx4j.UcxEndpoint;
+import org.ucx4j.UcxException;
+import org.ucx4j.UcxTimeoutException;
+import org.ucx4j.UcxWorker;
+import org.ucx4j.comm.CommClosedException;
+import org.ucx4j.comm.CommException;
+import org.ucx4j.comm.CommOptions;
+import org.ucx4j.comm.CommProtocolException;
+import org.ucx4j.comm.Frame;
+import org.ucx4j.comm.MemoryKind;
+import org.ucx4j.comm.Message;
+
+/**
+ * A comm over one UCX endpoint, with tag messages: each side receives on the tag it announced in the
+ * handshake. A message is one header message (header and frame table, and the frames themselves when
+ * the whole fits in {@value #INLINE_LIMIT} bytes), then one tag message per non-empty frame, or in
+ * {@code multi-buffer} mode one scatter-gather message of all frames. UCX keeps messages of one tag
+ * from one endpoint in order, so posting a message's sends under one lock keeps concurrent writers'
+ * messages whole. Receives are posted only after the header said what to expect, into memory from
+ * the allocator, with the exact sizes; a peer sending more than it announced fails the receive (UCX
+ * reports truncation) and aborts the comm.
+ */
+final class UcxComm extends AbstractComm {
+    /** Header messages up to this size carry their frames inline; the receive buffer for headers. */
+    static final int INLINE_LIMIT = 8192;
+
+    private final UcxEndpoint endpoint;
+    private final UcxWorker worker;
+    private final long myTag;
+    private final long peerTag;
+    private final Runnable onRelease;
+    private final MemorySegment headerBuffer;
+    private final Arena headerArena = Arena.ofShared();
+    private final Object sendLock = new Object();
+    private volatile boolean released;
+
+    UcxComm(UcxEndpoint endpoint, long myTag, long peerTag, CommOptions options, URI local, URI peer, String peerIdentity,
+            Runnable onRelease) {
+        super(options, local, peer, peerIdentity);
+        this.endpoint = endpoint;
+        this.worker = endpoint.worker();
+        this.myTag = myTag;
+        this.peerTag = peerTag;
+        this.onRelease = onRelease;
+        this.headerBuffer = headerArena.allocate(INLINE_LIMIT, 64);
+        start();
+    }
+
+    /** The endpoint's error handler: the peer died or the connection broke. */
+    void onEndpointError(UcxException e) {
+        failed(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " lost: " + e.getMessage(), e));
+    }
+
+    // ------------------------------------------------------------------ receiving
+
+    @Override
+    protected void receiveOne() {
+        endpoint.tagRecvAsync(headerBuffer, myTag, -1L).whenComplete((info, err) -> {
+            if (err != null) {
+                lost(err);
+                return;
+            }
+            try {
+                onHeader(info);
+            } catch (CommException e) {
+                ended(e, false);
+            } catch (RuntimeException e) {
+                ended(new CommException("comm " + localAddress() + " <-> " + peerAddress() + ": " + e.getMessage(), e), false);
+            }
+        });
+    }
+
+    private void lost(Throwable err) {
+        if (released) {
+            return;
+        }
+        ended(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " lost: " + describe(err), err),
+                false);
+    }
+
+    private void onHeader(TagInfo info) {
+        long len = info.length();
+        if (len < WireFormat.HEADER_BYTES) {
+            throw new CommProtocolException("header message of " + len + " bytes (at least " + WireFormat.HEADER_BYTES + ")");
+        }
+        WireFormat.Header h = WireFormat.readHeader(headerBuffer, 0, options.maxFrames());
+        if (h.isClose()) {
+            ended(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " was closed by the peer"), true);
+            return;
+        }
+        long tableEnd = WireFormat.HEADER_BYTES + h.tableBytes();
+        if (len == WireFormat.HEADER_BYTES && h.frameCount() > 0 && tableEnd > INLINE_LIMIT) {
+            // A large table follows in a message of its own; its size is bounded by max-frames.
+            Arena tableArena = Arena.ofShared();
+            MemorySegment table = tableArena.allocate(h.tableBytes());
+            endpoint.tagRecvAsync(table, myTag, -1L).whenComplete((ti, err) -> {
+                try {
+                    if (err != null) {
+                        lost(err);
+                    } else if (ti.length() != h.tableBytes()) {
+                        ended(new CommProtocolException("frame table of " + ti.length() + " bytes, header said "
+                                + h.tableBytes()), false);
+                    } else {
+                        WireFormat.Table t = WireFormat.readTable(table, 0, h.frameCount(), options.maxFrameSize());
+                        receiveFrames(h, t, 0);
+                    }
+                } catch (CommException e) {
+                    ended(e, false);
+                } finally {
+                    tableArena.close();
+                }
+            });
+            return;
+        }
+        if (len < tableEnd) {
+            throw new CommProtocolException("header message of " + len + " bytes for " + h.frameCount()
+                    + " frames (needs " + tableEnd + ")");
+        }
+        WireFormat.Table t = WireFormat.readTable(headerBuffer, WireFormat.HEADER_BYTES, h.frameCount(), options.maxFrameSize());
+        if ((h.flags() & WireFormat.FLAG_INLINE) != 0) {
+            if (len != tableEnd + t.total()) {
+                throw new CommProtocolException("inline message of " + len + " bytes, header says " + (tableEnd + t.total()));
+            }
+            receiveFrames(h, t, tableEnd);
+        } else {
+            if (len != tableEnd) {
+                throw new CommProtocolException("header message of " + len + " bytes, expected " + tableEnd);
+            }
+            receiveFrames(h, t, -1);
+        }
+    }
+
+    /** Allocates the frames and fills them: from the header buffer at {@code inlineAt}, or by receives. */
+    private void receiveFrames(WireFormat.Header h, WireFormat.Table t, long inlineAt) {
+        Arena scope = Arena.ofShared();
+        List<Frame> frames = new ArrayList<>(h.frameCount());
+        List<MemorySegment> toReceive = new ArrayList<>();
+        long expected = 0;
+        try {
+            long at = inlineAt;
+            for (int i = 0; i < h.frameCount(); i++) {
+                MemorySegment seg = options.allocator().allocate(t.kinds()[i], t.sizes()[i], scope);
+                if (seg.byteSize() != t.sizes()[i]) {
+                    throw new CommException("the frame allocator returned " + seg.byteSize() + " bytes for a frame of "
+                            + t.sizes()[i]);
+                }
+                frames.add(new Frame(seg, t.kinds()[i]));
+                if (inlineAt >= 0) {
+                    if (t.kinds()[i] != MemoryKind.HOST) {
+                        throw new CommProtocolException("inline frame " + i + " is " + t.kinds()[i] + " memory");
+                    }
+                    MemorySegment.copy(headerBuffer, at, seg, 0, t.sizes()[i]);
+                    at += t.sizes()[i];
+                } else if (t.sizes()[i] > 0) {
+                    toReceive.add(seg);
+                    expected += t.sizes()[i];
+                }
+            }
+        } catch (RuntimeException e) {
+            scope.close();
+            throw e;
+        }
+        if (toReceive.isEmpty()) {
+            received(Message.received(frames, scope));
+            return;
+        }
+        CompletableFuture<?> all;
+        long total = expected;
+        if ((h.flags() & WireFormat.FLAG_MULTI_BUFFER) != 0) {
+            all = endpoint.tagRecvAsync(toReceive, myTag, -1L).thenAccept(ti -> checkLength(ti, total, "multi-buffer frames"));
+        } else {
+            CompletableFuture<?>[] each = new CompletableFuture<?>[toReceive.size()];
+            for (int i = 0; i < each.length; i++) {
+                long size = toReceive.get(i).byteSize();
+                int index = i;
+                each[i] = endpoint.tagRecvAsync(toReceive.get(i), myTag, -1L)
+                        .thenAccept(ti -> checkLength(ti, size, "frame " + index));
+            }
+            all = CompletableFuture.allOf(each);
+        }
+        all.whenComplete((v, err) -> {
+            if (err != null) {
+                scope.close();
+                Throwable cause = unwrap(err);
+                if (cause instanceof CommProtocolException p) {
+                    ended(p, false);
+                } else {
+                    lost(cause);
+                }
+            } else {
+                received(Message.received(frames, scope));
+            }
+        });
+    }
+
+    private static void checkLength(TagInfo ti, long expected, String what) {
+        if (ti.length() != expected) {
+            throw new CommProtocolException(what + ": received " + ti.length() + " bytes, the header said " + expected);
+        }
+    }
+
+    // ------------------------------------------------------------------ sending
+
+    @Override
+    protected CompletableFuture<Void> send(Message message, boolean callerWaits) {
+        List<Frame> frames = message.frames();
+        int n = frames.size();
+        long tableEnd = WireFormat.HEADER_BYTES + (long) n * WireFormat.ENTRY_BYTES;
+        long payload = message.byteSize();
+        boolean allHost = frames.stream().allMatch(f -> f.kind() == MemoryKind.HOST);
+        boolean inline = allHost && tableEnd + payload <= INLINE_LIMIT;
+        boolean multi = !inline && options.multiBuffer();
+        int flags = inline ? WireFormat.FLAG_INLINE : multi ? WireFormat.FLAG_MULTI_BUFFER : 0;
+        boolean tableApart = !inline && tableEnd > INLINE_LIMIT;
+        // Heap memory: UCX needs native memory, and the endpoint copies heap segments itself.
+        byte[] head = new byte[(int) (tableApart ? WireFormat.HEADER_BYTES : inline ? tableEnd + payload : tableEnd)];
+        MemorySegment hs = MemorySegment.ofArray(head);
+        WireFormat.writeHeader(hs, 0, WireFormat.TYPE_MESSAGE, flags, n);
+        MemorySegment table = hs;
+        long tableAt = WireFormat.HEADER_BYTES;
+        if (tableApart) {
+            table = MemorySegment.ofArray(new byte[(int) (tableEnd - WireFormat.HEADER_BYTES)]);
+            tableAt = 0;
+        }
+        WireFormat.writeTable(table, tableAt, frames);
+        if (inline) {
+            long at = tableEnd;
+            for (Frame f : frames) {
+                MemorySegment.copy(f.segment(), 0, hs, at, f.size());
+                at += f.size();
+            }
+        }
+        List<CompletableFuture<Void>> sends = new ArrayList<>(inline ? 1 : n + 2);
+        synchronized (sendLock) {
+            if (released) {
+                return CompletableFuture.failedFuture(closedError("write to"));
+            }
+            sends.add(endpoint.tagSendAsync(hs, peerTag));
+            if (tableApart) {
+                sends.add(endpoint.tagSendAsync(table, peerTag));
+            }
+            if (!inline) {
+                if (multi) {
+                    List<MemorySegment> segs = new ArrayList<>(n);
+                    for (Frame f : frames) {
+                        if (f.size() > 0) {
+                            segs.add(f.segment());
+                        }
+                    }
+                    if (!segs.isEmpty()) {
+                        sends.add(endpoint.tagSendAsync(segs, peerTag));
+                    }
+                } else {
+                    for (Frame f : frames) {
+                        if (f.size() > 0) {
+                            sends.add(endpoint.tagSendAsync(f.segment(), peerTag));
+                        }
+                    }
+                }
+            }
+        }
+        CompletableFuture<Void> done = sends.size() == 1 ? sends.get(0)
+                : CompletableFuture.allOf(sends.toArray(CompletableFuture<?>[]::new));
+        return done.handle((v, err) -> {
+            if (err != null) {
+                CommClosedException e = new CommClosedException("comm " + localAddress() + " <-> " + peerAddress()
+                        + " lost while writing: " + describe(err), unwrap(err));
+                failed(e);
+                throw e;
+            }
+            return null;
+        });
+    }
+
+    @Override
+    protected CompletableFuture<Void> sendClose() {
+        byte[] head = new byte[WireFormat.HEADER_BYTES];
+        WireFormat.writeHeader(MemorySegment.ofArray(head), 0, WireFormat.TYPE_CLOSE, 0, 0);
+        synchronized (sendLock) {
+            if (released) {
+                return CompletableFuture.failedFuture(closedError("close"));
+            }
+            return endpoint.tagSendAsync(head, peerTag).thenCompose(v -> endpoint.flushAsync());
+        }
+    }
+
+    // ------------------------------------------------------------------ the rest
+
+    @Override
+    protected <T> T await(CompletableFuture<T> future, long timeoutNanos) throws TimeoutException {
+        if (timeoutNanos < 0) {
+            return worker.await(future);
+        }
+        try {
+            return worker.await(future, Duration.ofNanos(timeoutNanos));
+        } catch (UcxTimeoutException e) {
+            if (future.isDone()) {
+                return worker.await(future);
+            }
+            throw new TimeoutException();
+        }
+    }
+
+    @Override
+    protected void release(boolean graceful) {
+        synchronized (sendLock) {
+            if (released) {
+                return;
+            }
+            released = true;
+        }
+        try {
+            endpoint.closeAsync(graceful ? CloseMode.FLUSH : CloseMode.FORCE).whenComplete((v, e) -> finish());
+        } catch (RuntimeException e) {
+            finish();
+        }
+    }
+
+    private void finish() {
+        // The header buffer may be the target of a receive until the endpoint is closed.
+        Watchdog.schedule(() -> {
+            headerArena.close();
+            onRelease.run();
+        }, Duration.ZERO);
+    }
+
+    long myTag() {
+        return myTag;
+    }
+}
