@@ -75,8 +75,10 @@ public interface Comm extends AutoCloseable {
 
     /**
      * Closes gracefully: what was written before is delivered to the peer, then the peer's reads fail
-     * with {@link CommClosedException}; reads and writes pending here fail with it too. Waits for the
-     * close marker to leave (at most the config's close timeout), idempotent.
+     * with {@link CommClosedException}; reads pending here fail with it, later writes too. Waits at
+     * most {@link CommOptions#closeTimeout()} for the close marker to leave; if the peer reads too slowly
+     * for that, the marker and the messages before it still go, and the connection is released after
+     * them (or at once when the peer turns out dead). Idempotent.
      */
     @Override
     void close();

@@ -8,8 +8,9 @@ import java.util.Objects;
  * One frame of a {@link Message}: a segment of memory and the kind of memory it is.
  *
  * <p>Ownership: a frame does not own its memory. A frame you write must stay alive and unchanged until
- * the write's future completes; a frame you read belongs to its {@link Message} and lives until that
- * message is closed.
+ * the write's future completes, and be readable from other threads (a shared or global arena, not a
+ * confined one: a transport may send it from a thread of its own); a frame you read belongs to its
+ * {@link Message} and lives until that message is closed.
  *
  * <p>Threading: immutable.
  *

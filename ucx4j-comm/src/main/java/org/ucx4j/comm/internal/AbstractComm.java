@@ -291,25 +291,25 @@ abstract class AbstractComm implements Comm {
             }
             state = State.CLOSING;
         }
+        CommClosedException cause = new CommClosedException("comm " + local + " <-> " + peer + " was closed on this side");
+        markClosed(cause);
+        endReads(cause);
         CompletableFuture<Void> marker;
         try {
             marker = sendClose();
         } catch (Throwable t) {
             marker = CompletableFuture.failedFuture(t);
         }
-        boolean sent = false;
+        // The connection goes when the marker has left (after every message before it), however long a
+        // slow reader takes; a dead peer fails the marker and releases it at once.
+        marker.whenComplete((v, e) -> release(e == null));
         try {
             await(marker, options.closeTimeout().toNanos());
-            sent = true;
         } catch (TimeoutException e) {
-            LOG.debug("{}: close marker not sent within {}", this, options.closeTimeout());
+            LOG.debug("{}: close marker still queued after {}; it goes when the peer reads", this, options.closeTimeout());
         } catch (RuntimeException e) {
             LOG.debug("{}: close marker failed: {}", this, e.toString());
         }
-        CommClosedException cause = new CommClosedException("comm " + local + " <-> " + peer + " was closed on this side");
-        markClosed(cause);
-        endReads(cause);
-        release(sent);
     }
 
     @Override

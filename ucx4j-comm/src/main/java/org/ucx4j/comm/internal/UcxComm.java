@@ -45,6 +45,9 @@ final class UcxComm extends AbstractComm {
     private final Arena headerArena = Arena.ofShared();
     private final Object sendLock = new Object();
     private volatile boolean released;
+    /** Messages posted and not yet completed; the close marker waits for them (UCX's flush does not). */
+    private long sending;
+    private CompletableFuture<Void> drained;
 
     UcxComm(UcxEndpoint endpoint, long myTag, long peerTag, CommOptions options, URI local, URI peer, String peerIdentity,
             Runnable onRelease) {
@@ -114,7 +117,7 @@ final class UcxComm extends AbstractComm {
                                 + h.tableBytes()), false);
                     } else {
                         WireFormat.Table t = WireFormat.readTable(table, 0, h.frameCount(), options.maxFrameSize());
-                        receiveFrames(h, t, 0);
+                        receiveFrames(h, t, -1);
                     }
                 } catch (CommException e) {
                     ended(e, false);
@@ -247,6 +250,7 @@ final class UcxComm extends AbstractComm {
             if (released) {
                 return CompletableFuture.failedFuture(closedError("write to"));
             }
+            sending++;
             sends.add(endpoint.tagSendAsync(hs, peerTag));
             if (tableApart) {
                 sends.add(endpoint.tagSendAsync(table, peerTag));
@@ -274,6 +278,7 @@ final class UcxComm extends AbstractComm {
         CompletableFuture<Void> done = sends.size() == 1 ? sends.get(0)
                 : CompletableFuture.allOf(sends.toArray(CompletableFuture<?>[]::new));
         return done.handle((v, err) -> {
+            sent();
             if (err != null) {
                 CommClosedException e = new CommClosedException("comm " + localAddress() + " <-> " + peerAddress()
                         + " lost while writing: " + describe(err), unwrap(err));
@@ -288,11 +293,32 @@ final class UcxComm extends AbstractComm {
     protected CompletableFuture<Void> sendClose() {
         byte[] head = new byte[WireFormat.HEADER_BYTES];
         WireFormat.writeHeader(MemorySegment.ofArray(head), 0, WireFormat.TYPE_CLOSE, 0, 0);
+        CompletableFuture<Void> marker;
+        CompletableFuture<Void> before;
         synchronized (sendLock) {
             if (released) {
                 return CompletableFuture.failedFuture(closedError("close"));
             }
-            return endpoint.tagSendAsync(head, peerTag).thenCompose(v -> endpoint.flushAsync());
+            marker = endpoint.tagSendAsync(head, peerTag);
+            drained = new CompletableFuture<>();
+            before = drained;
+            if (sending == 0) {
+                drained.complete(null);
+            }
+        }
+        return CompletableFuture.allOf(marker, before).thenCompose(v -> endpoint.flushAsync());
+    }
+
+    /** A message's sends completed (or failed). */
+    private void sent() {
+        CompletableFuture<Void> d = null;
+        synchronized (sendLock) {
+            if (--sending == 0 && drained != null) {
+                d = drained;
+            }
+        }
+        if (d != null) {
+            d.complete(null);
         }
     }
 

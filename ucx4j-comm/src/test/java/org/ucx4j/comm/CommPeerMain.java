@@ -1,0 +1,38 @@
+package org.ucx4j.comm;
+
+import java.net.URI;
+
+/**
+ * A comm peer in a JVM of its own, for tests that kill it: {@code listen URI} prints {@code ADDRESS <uri>}
+ * and echoes every message of every client; {@code connect URI} connects, writes one message and then
+ * echoes until killed.
+ */
+public final class CommPeerMain {
+    private CommPeerMain() {}
+
+    public static void main(String[] args) throws Exception {
+        CommOptions options = CommOptions.builder().config(org.ucx4j.UcxConfig.builder().build()).build();
+        if (args[0].equals("listen")) {
+            CommListener l = Comms.listen(URI.create(args[1]), CommPeerMain::echo, options);
+            System.out.println("ADDRESS " + l.address());
+            System.out.flush();
+            Thread.sleep(Long.MAX_VALUE);
+        } else {
+            Comm c = Comms.connect(URI.create(args[1]), options);
+            c.write(Message.ofBytes("hello".getBytes()));
+            echo(c);
+        }
+    }
+
+    private static void echo(Comm comm) {
+        try (comm) {
+            while (true) {
+                try (Message m = comm.read()) {
+                    comm.write(m);
+                }
+            }
+        } catch (CommClosedException e) {
+            // the client left
+        }
+    }
+}
