@@ -1,16 +1,67 @@
 package org.ucx4j.comm;
 
-import org.junit.jupiter.api.BeforeEach;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
-/** The conformance suite over {@code ucx://} (UCX's socket-address connection set-up). */
+import java.net.URI;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The conformance suite over {@code ucx://} (UCX's socket-address connection set-up), plus IP-less connects. */
 class UcxCommTest extends CommConformanceTest {
     @BeforeEach
     void needsUcx() {
-        NativeUcx.require();
+        NativeUcxAccess.require();
     }
 
     @Override
     String listenAddress() {
         return "ucx://127.0.0.1:0";
+    }
+
+    @Test
+    void iplessConnectThroughTheListenersWorkerAddress() throws Exception {
+        CompletableFuture<Comm> accepted = new CompletableFuture<>();
+        CommListener l = listen(accepted::complete);
+        URI workerUri = l.addresses().get(1);
+        assertEquals("ucx-worker", workerUri.getScheme());
+        Comm c = connect(workerUri, options());
+        Comm server = accepted.get(10, TimeUnit.SECONDS);
+        toClose.add(server);
+        c.write(Message.ofBytes(pattern(20_000, 3), pattern(5, 4)));
+        try (Message m = server.read(Duration.ofSeconds(10))) {
+            assertArrayEquals(pattern(20_000, 3), m.frame(0).toByteArray());
+            server.write(m);
+        }
+        try (Message m = c.read(Duration.ofSeconds(10))) {
+            assertArrayEquals(pattern(5, 4), m.frame(1).toByteArray());
+        }
+        assertEquals(workerUri, c.peerAddress());
+        assertEquals(workerUri, server.localAddress());
+        assertEquals(c.localAddress(), server.peerAddress());
+        assertEquals("ucxx", Comms.parse("ucxx://127.0.0.1:1").getScheme());
+        assertEquals(Comms.transport(URI.create("ucx://h:1")), Comms.transport(URI.create("ucxx://h:1")));
+    }
+
+    @Test
+    void multiBufferMode() throws Exception {
+        CommOptions multi = options(org.ucx4j.UcxConfig.builder().multiBuffer(true).build());
+        CommListener l = listen(CommConformanceTest::echo, multi);
+        Comm c = connect(l.address(), multi);
+        for (int n : new int[] {1, 2, 3, 4, 8}) {
+            byte[][] frames = new byte[n][];
+            for (int i = 0; i < n; i++) {
+                frames[i] = pattern(10_000 * (i + 1), i);
+            }
+            c.write(Message.ofBytes(frames));
+            try (Message m = c.read(Duration.ofSeconds(10))) {
+                for (int i = 0; i < n; i++) {
+                    assertArrayEquals(frames[i], m.frame(i).toByteArray());
+                }
+            }
+        }
     }
 }

@@ -7,10 +7,10 @@ import org.ucx4j.Ucx;
  * UCX tests skip without UCX, except with {@code UCX4J_REQUIRE_NATIVE=1} (CI), where that is a failure.
  * (Core's test classes are not visible here: this module's tests are patched into its named module.)
  */
-final class NativeUcx {
-    private NativeUcx() {}
+public final class NativeUcxAccess {
+    private NativeUcxAccess() {}
 
-    static void require() {
+    public static void require() {
         if (Ucx.isAvailable()) {
             return;
         }

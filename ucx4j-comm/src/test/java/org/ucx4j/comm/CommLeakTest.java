@@ -1,0 +1,52 @@
+package org.ucx4j.comm;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.ucx4j.UcxConfig;
+
+/** Connect, talk, close many times over each transport: file descriptors and threads come back. */
+class CommLeakTest {
+    static int fds() throws IOException {
+        try (Stream<Path> s = Files.list(Path.of("/proc/self/fd"))) {
+            return (int) s.count();
+        }
+    }
+
+    static void cycles(String address, int n) {
+        CommOptions o = CommOptions.builder().config(UcxConfig.builder().build()).build();
+        try (CommListener l = Comms.listen(URI.create(address), CommConformanceTest::echo, o)) {
+            for (int i = 0; i < n; i++) {
+                try (Comm c = Comms.connect(l.address(), o)) {
+                    c.write(Message.ofBytes(new byte[100]));
+                    c.read(Duration.ofSeconds(10)).close();
+                }
+            }
+        }
+    }
+
+    @Test
+    void noLeaksAfterManyConnections() throws Exception {
+        NativeUcxAccess.require();
+        for (String a : new String[] {"tcp://127.0.0.1:0", "inproc://0", "ucx://127.0.0.1:0"}) {
+            cycles(a, 5); // warm-up: UCX's first context maps its shared libraries
+            Thread.sleep(3000); // the UCX runtime lingers 2 s after its last user
+            int fds = fds();
+            int threads = Thread.activeCount();
+            cycles(a, a.startsWith("ucx") ? 100 : 300);
+            long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+            while ((fds() > fds + 4 || Thread.activeCount() > threads + 4) && System.nanoTime() < deadline) {
+                Thread.sleep(200);
+            }
+            System.out.printf("%s: fds %d -> %d, threads %d -> %d%n", a, fds, fds(), threads, Thread.activeCount());
+            assertTrue(fds() <= fds + 4, a + ": file descriptors " + fds + " -> " + fds());
+            assertTrue(Thread.activeCount() <= threads + 4, a + ": threads " + threads + " -> " + Thread.activeCount());
+        }
+    }
+}

@@ -1,0 +1,225 @@
+package org.ucx4j.comm.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.ucx4j.UcxConfig;
+import org.ucx4j.comm.Comm;
+import org.ucx4j.comm.CommListener;
+import org.ucx4j.comm.CommOptions;
+import org.ucx4j.comm.CommProtocolException;
+import org.ucx4j.comm.Comms;
+import org.ucx4j.comm.Message;
+
+/**
+ * Hostile bytes on a raw connection to a listener: each is refused with a clear error, nothing of what
+ * a header claims is allocated (the process's resident memory stays put), and the listener keeps
+ * serving. Subclasses speak the raw transport.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+abstract class HostileInputTest {
+    /** A raw connection: bytes before any handshake, or records and headers after it. */
+    interface Raw extends AutoCloseable {
+        /** Sends bytes where the handshake is expected. */
+        void sendHandshakeBytes(byte[] bytes) throws Exception;
+
+        /** Runs a correct client handshake. */
+        void handshake(CommOptions options) throws Exception;
+
+        /** After the handshake: sends bytes as a message header. */
+        void sendHeader(byte[] bytes) throws Exception;
+    }
+
+    abstract String listenAddress();
+
+    abstract Raw raw(URI listener) throws Exception;
+
+    final CommOptions options = CommOptions.builder().config(UcxConfig.builder().build())
+            .connectTimeout(Duration.ofSeconds(5)).build();
+    final LinkedBlockingQueue<Throwable> readFailures = new LinkedBlockingQueue<>();
+    CommListener listener;
+
+    @BeforeEach
+    void listen() {
+        listener = Comms.listen(URI.create(listenAddress()), comm -> {
+            try (comm) {
+                while (true) {
+                    try (Message m = comm.read()) {
+                        comm.write(m);
+                    }
+                }
+            } catch (RuntimeException e) {
+                readFailures.add(e);
+            }
+        }, options);
+    }
+
+    @AfterEach
+    void close() {
+        listener.close();
+    }
+
+    static byte[] header(int magic, int version, int type, int flags, long frames, long... sizes) {
+        ByteBuffer b = ByteBuffer.allocate(16 + 16 * sizes.length).order(ByteOrder.LITTLE_ENDIAN);
+        b.putInt(magic).put((byte) version).put((byte) type).putShort((short) flags).putLong(frames);
+        for (long s : sizes) {
+            b.putLong(s).putLong(0);
+        }
+        return b.array();
+    }
+
+    static long rssBytes() throws Exception {
+        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (line.startsWith("VmRSS:")) {
+                return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+            }
+        }
+        return -1;
+    }
+
+    /** Sends a hostile header after a real handshake and checks the listener's comm refused it. */
+    void refusedAfterHandshake(byte[] header, String expected) throws Exception {
+        long before = rssBytes();
+        try (Raw r = raw(listener.address())) {
+            r.handshake(options);
+            r.sendHeader(header);
+            Throwable t = readFailures.poll(30, TimeUnit.SECONDS);
+            assertTrue(t instanceof CommProtocolException, "expected a protocol error, got " + t);
+            assertTrue(t.getMessage().contains(expected), t.getMessage());
+        }
+        long grown = rssBytes() - before;
+        assertTrue(grown < (64L << 20), "resident memory grew by " + grown + " bytes");
+        stillServes();
+    }
+
+    void stillServes() {
+        try (Comm c = Comms.connect(listener.address(), options)) {
+            c.write(Message.ofBytes(new byte[] {42}));
+            try (Message m = c.read(Duration.ofSeconds(10))) {
+                assertEquals(42, m.frame(0).toByteArray()[0]);
+            }
+        }
+    }
+
+    @Test
+    void garbageInsteadOfAHandshake() throws Exception {
+        try (Raw r = raw(listener.address())) {
+            byte[] junk = new byte[300];
+            new java.util.Random(1).nextBytes(junk);
+            junk[0] = 100; // a small length prefix: the record is read, then refused for its magic
+            junk[1] = junk[2] = junk[3] = 0;
+            r.sendHandshakeBytes(junk);
+            Thread.sleep(300);
+        }
+        stillServes();
+    }
+
+    @Test
+    void handshakeClaimingAHugeRecord() throws Exception {
+        long before = rssBytes();
+        try (Raw r = raw(listener.address())) {
+            r.sendHandshakeBytes(new byte[] {(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0x7f});
+            Thread.sleep(300);
+        }
+        assertTrue(rssBytes() - before < (64L << 20));
+        stillServes();
+    }
+
+    @Test
+    void wrongHandshakeVersion() throws Exception {
+        byte[] hello = Handshake.hello(false, new byte[32], 1, "x", "y", null);
+        hello[4] = 9; // version 9
+        byte[] framed = ByteBuffer.allocate(4 + hello.length).order(ByteOrder.LITTLE_ENDIAN).putInt(hello.length)
+                .put(hello).array();
+        try (Raw r = raw(listener.address())) {
+            r.sendHandshakeBytes(framed);
+            Thread.sleep(300);
+        }
+        stillServes();
+    }
+
+    @Test
+    void headerClaiming2Pow40Frames() throws Exception {
+        refusedAfterHandshake(header(WireFormat.MAGIC, 1, 0, 0, 1L << 40), "max-frames");
+    }
+
+    @Test
+    void frameClaiming2Pow62Bytes() throws Exception {
+        refusedAfterHandshake(header(WireFormat.MAGIC, 1, 0, 0, 1, 1L << 62), "max-frame-size");
+    }
+
+    @Test
+    void wrongMessageVersion() throws Exception {
+        refusedAfterHandshake(header(WireFormat.MAGIC, 7, 0, 0, 0), "version 7");
+    }
+
+    @Test
+    void badMagic() throws Exception {
+        refusedAfterHandshake(header(0x12345678, 1, 0, 0, 0), "magic");
+    }
+
+    @Test
+    void truncatedHeader() throws Exception {
+        byte[] h = header(WireFormat.MAGIC, 1, 0, 0, 3, 10, 10, 10);
+        byte[] cut = java.util.Arrays.copyOf(h, 16 + 20);
+        long before = rssBytes();
+        try (Raw r = raw(listener.address())) {
+            r.handshake(options);
+            r.sendHeader(cut);
+        }
+        Throwable t = readFailures.poll(30, TimeUnit.SECONDS);
+        assertTrue(t != null, "the listener's comm did not fail");
+        System.out.println(getClass().getSimpleName() + " truncated header: " + t);
+        assertTrue(rssBytes() - before < (64L << 20));
+        stillServes();
+    }
+
+    /** tcp:// hostile input on a raw socket. */
+    static final class Tcp extends HostileInputTest {
+        @Override
+        String listenAddress() {
+            return "tcp://127.0.0.1:0";
+        }
+
+        @Override
+        Raw raw(URI l) throws Exception {
+            SocketChannel ch = SocketChannel.open(new InetSocketAddress("127.0.0.1", l.getPort()));
+            return new Raw() {
+                @Override
+                public void sendHandshakeBytes(byte[] bytes) throws Exception {
+                    ch.write(ByteBuffer.wrap(bytes));
+                }
+
+                @Override
+                public void handshake(CommOptions o) throws Exception {
+                    Handshake.client(new StreamHandshakeChannel(ch), o, 0, l.toString(), null);
+                }
+
+                @Override
+                public void sendHeader(byte[] bytes) throws Exception {
+                    ch.write(ByteBuffer.wrap(bytes));
+                }
+
+                @Override
+                public void close() throws Exception {
+                    ch.close();
+                }
+            };
+        }
+    }
+}
