@@ -71,6 +71,10 @@ abstract class AbstractComm implements Comm {
     /** Frees the connection; {@code graceful} after a close marker went or came, false for abort or failure. */
     protected abstract void release(boolean graceful);
 
+    /** The connection ended while the comm was already closed on this side (a lingering close may finish). */
+    protected void afterEnd() {
+    }
+
     /** Waits for a future; transports whose progress needs the caller (UCX caller mode) override it. */
     protected <T> T await(CompletableFuture<T> future, long timeoutNanos) throws TimeoutException {
         try {
@@ -136,15 +140,20 @@ abstract class AbstractComm implements Comm {
         } finally {
             lock.unlock();
         }
+        boolean wasOpen = state != State.CLOSED;
+        if (wasOpen) {
+            markClosed(cause);
+        }
         for (CompletableFuture<Message> r : failed) {
             r.completeExceptionally(readEnd);
         }
-        if (state != State.CLOSED) {
+        if (wasOpen) {
             if (!peerClosed) {
                 LOG.debug("{}: {}", this, cause.getMessage());
             }
-            markClosed(cause);
             release(peerClosed);
+        } else {
+            afterEnd();
         }
     }
 

@@ -45,6 +45,9 @@ final class UcxComm extends AbstractComm {
     private final Arena headerArena = Arena.ofShared();
     private final Object sendLock = new Object();
     private volatile boolean released;
+    private boolean closeSent;
+    private volatile boolean lingering;
+    private boolean endpointClosed;
     /** Messages posted and not yet completed; the close marker waits for them (UCX's flush does not). */
     private long sending;
     private CompletableFuture<Void> drained;
@@ -300,6 +303,7 @@ final class UcxComm extends AbstractComm {
                 return CompletableFuture.failedFuture(closedError("close"));
             }
             marker = endpoint.tagSendAsync(head, peerTag);
+            closeSent = true;
             drained = new CompletableFuture<>();
             before = drained;
             if (sending == 0) {
@@ -339,6 +343,11 @@ final class UcxComm extends AbstractComm {
         }
     }
 
+    /**
+     * After this side's close marker left, the endpoint stays until the peer has read the marker and
+     * closed its side (its disconnect ends this one), or until the linger time: closing at once would
+     * make UCX drop messages still waiting in the peer's unexpected queue.
+     */
     @Override
     protected void release(boolean graceful) {
         synchronized (sendLock) {
@@ -346,9 +355,36 @@ final class UcxComm extends AbstractComm {
                 return;
             }
             released = true;
+            if (graceful && closeSent) {
+                lingering = true;
+                Watchdog.schedule(() -> closeEndpoint(CloseMode.FORCE), linger());
+                return;
+            }
+        }
+        closeEndpoint(graceful ? CloseMode.FLUSH : CloseMode.FORCE);
+    }
+
+    private Duration linger() {
+        Duration t = options.closeTimeout();
+        return t.compareTo(Duration.ofSeconds(30)) > 0 ? t : Duration.ofSeconds(30);
+    }
+
+    @Override
+    protected void afterEnd() {
+        if (lingering) {
+            closeEndpoint(CloseMode.FORCE);
+        }
+    }
+
+    private void closeEndpoint(CloseMode mode) {
+        synchronized (sendLock) {
+            if (endpointClosed) {
+                return;
+            }
+            endpointClosed = true;
         }
         try {
-            endpoint.closeAsync(graceful ? CloseMode.FLUSH : CloseMode.FORCE).whenComplete((v, e) -> finish());
+            endpoint.closeAsync(mode).whenComplete((v, e) -> finish());
         } catch (RuntimeException e) {
             finish();
         }

@@ -147,6 +147,14 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         }
     }
 
+    static void closeGently(UcxEndpoint ep) {
+        try {
+            ep.closeAsync(CloseMode.FLUSH);
+        } catch (RuntimeException ignored) {
+            // already closed or failed
+        }
+    }
+
     static void forceClose(UcxEndpoint ep) {
         if (ep != null) {
             try {
@@ -230,7 +238,8 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                     });
                 } catch (RuntimeException e) {
                     LOG.warn("{}: refused a connection from {}: {}", uri, peer, e.getMessage());
-                    forceClose(ep);
+                    // Flush, so that the refusal (VERDICT) reaches the client before the disconnect.
+                    closeGently(ep);
                     return;
                 }
                 comm.set(c);
