@@ -1,11 +1,13 @@
 /**
- * The {@code ucx4j} command: {@code info} (what UCX and ucx4j see) and {@code bench} (alias
- * {@code pingpong}: two-process latency, bandwidth and message rate of tag, stream, active-message, put
- * and get operations). Run with {@code --enable-native-access=org.ucx4j.core};
- * {@code bin/ucx4j} does.
+ * The {@code ucx4j} command: {@code info} (what UCX and ucx4j see), {@code bench} (alias {@code pingpong}:
+ * two-process latency, bandwidth and message rate of tag, stream, active-message, put and get
+ * operations, or with {@code --comm} of whole messages over a ucx4j-comm transport) and {@code demo}
+ * ({@code ucx://} against {@code tcp://} over loopback, as a table and an HTML chart). Run with
+ * {@code --enable-native-access=org.ucx4j.core}; {@code bin/ucx4j} does.
  */
 module org.ucx4j.cli {
     requires org.ucx4j.core;
+    requires org.ucx4j.comm;
     requires info.picocli;
     requires org.slf4j;
 

@@ -15,16 +15,28 @@ import picocli.CommandLine.Option;
  * {@code ucx4j bench}: latency, bandwidth or message rate of one operation (tag, stream, active message,
  * put, get) between two processes, in ucx_perftest's units. Without {@code --server} or {@code --connect}
  * it starts the server as a child JVM on this host and connects to it over loopback. {@code pingpong},
- * the command's first name, is an alias.
+ * the command's first name, is an alias. With {@code --comm ucx|tcp|inproc} it measures whole messages
+ * over a ucx4j-comm transport instead ({@link CommBench}).
  */
 @Command(name = "bench", aliases = "pingpong", mixinStandardHelpOptions = true,
         description = {
             "Two-process benchmark of one operation, in ucx_perftest's units: one-way latency (half a round trip, usec),",
             "bandwidth (MB/s, MB = 2^20 bytes), message rate (msg/s).",
+            "With --comm ucx|tcp|inproc: of whole messages over a ucx4j-comm transport instead.",
             "Without --server/--connect, starts the server as a child JVM and connects over loopback.",
             "'pingpong' is an alias."
         })
 final class BenchCommand implements Callable<Integer> {
+    @Option(names = "--comm", paramLabel = "ucx|tcp|inproc",
+            description = "Benchmark a ucx4j-comm transport instead of one UCX operation (excludes --op): latency is a "
+                    + "ping-pong of one message of --frames frames of --size bytes, echoed by the server; bandwidth streams "
+                    + "such messages with a window of writes in flight. inproc runs both ends in this JVM.")
+    private CommKind comm;
+
+    @Option(names = "--frames", paramLabel = "F",
+            description = "With --comm: frames per message, each of --size bytes (default: 1).")
+    private Integer frames;
+
     @Option(names = "--op", paramLabel = "tag|stream|am|put|get",
             description = "The operation (default: tag). Put/get: the server allocates a region of --size bytes and sends "
                     + "its remote key; put latency is a put and a flush, get latency one get. With --server: serve only this "
@@ -37,7 +49,8 @@ final class BenchCommand implements Callable<Integer> {
     private BenchMode mode;
 
     @Option(names = {"-s", "--size"}, paramLabel = "BYTES", defaultValue = "8", converter = SizeConverter.class,
-            description = "Message size in bytes; Ki/Mi/Gi suffixes allowed (default: ${DEFAULT-VALUE}).")
+            description = "Message size in bytes (with --comm: the size of each frame); Ki/Mi/Gi suffixes allowed "
+                    + "(default: ${DEFAULT-VALUE}).")
     private long size;
 
     @Option(names = {"-n", "--iters"}, paramLabel = "N",
@@ -50,7 +63,8 @@ final class BenchCommand implements Callable<Integer> {
     private Long warmup;
 
     @Option(names = "--window", paramLabel = "N",
-            description = "Bandwidth and rate: operations in flight at once (default: 16 for bandwidth, 128 for rate).")
+            description = "Bandwidth and rate: operations (--comm: message writes) in flight at once (default: 16 for "
+                    + "bandwidth, 128 for rate).")
     private Integer window;
 
     @Option(names = "--progress", paramLabel = "MODE",
@@ -67,11 +81,8 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--connect", paramLabel = "HOST:PORT", description = "Run the client against a server started with --server.")
     private String connect;
 
-    @Option(names = "--json", description = "Print the result as JSON.")
-    private boolean json;
-
-    @Option(names = "--no-progress-bar", negatable = false, description = "Never draw the progress bar on stderr.")
-    private boolean noProgressBar;
+    @CommandLine.Mixin
+    private OutputOptions output = new OutputOptions();
 
     @Option(names = "--exit-with-parent", hidden = true, description = "Server: exit when the parent process exits.")
     private boolean exitWithParent;
@@ -83,6 +94,14 @@ final class BenchCommand implements Callable<Integer> {
     public Integer call() {
         if (server && connect != null) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--server and --connect exclude each other");
+        }
+        if (comm != null) {
+            return new CommBench(spec.commandLine(), output.json, output.progressBar())
+                    .call(comm, commSettings(), server, port, connect, exitWithParent);
+        }
+        if (frames != null) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--frames goes with --comm (messages of several "
+                    + "frames); --op sends one buffer");
         }
         UcxConfig config = UcxConfig.load();
         ProgressMode progress = progressMode == null ? config.progressMode() : parseProgress(progressMode);
@@ -98,7 +117,7 @@ final class BenchCommand implements Callable<Integer> {
             return 0;
         }
         BenchSettings run = settings();
-        BenchClient client = new BenchClient(progress, config, !noProgressBar && !json);
+        BenchClient client = new BenchClient(progress, config, output.progressBar());
         BenchResult result;
         if (connect != null) {
             int colon = connect.lastIndexOf(':');
@@ -118,7 +137,7 @@ final class BenchCommand implements Callable<Integer> {
                 }
             }
         }
-        if (json) {
+        if (output.json) {
             System.out.println(Json.write(result.toMap()));
         } else {
             result.printTable(System.out);
@@ -135,6 +154,40 @@ final class BenchCommand implements Callable<Integer> {
             return new BenchSettings(op == null ? BenchOp.TAG : op, mode, size, n, w, win);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+    }
+
+    /** The --comm run the options ask for; a usage error for options that do not go with --comm. */
+    CommBenchSettings commSettings() {
+        CommandLine cl = spec.commandLine();
+        if (op != null) {
+            throw new CommandLine.ParameterException(cl, "--comm and --op exclude each other: --op measures one UCX "
+                    + "operation, --comm whole messages over a ucx4j-comm transport");
+        }
+        if (progressMode != null) {
+            throw new CommandLine.ParameterException(cl, "--progress does not go with --comm: set the configuration's "
+                    + "progress-mode instead (UCX4J__PROGRESS_MODE=thread-polling)");
+        }
+        if (mode == BenchMode.RATE) {
+            throw new CommandLine.ParameterException(cl, "--comm measures --mode latency or bandwidth, not rate");
+        }
+        if (comm == CommKind.INPROC && (server || connect != null)) {
+            throw new CommandLine.ParameterException(cl, "--comm inproc runs both ends in this JVM: no --server or --connect");
+        }
+        int f = frames == null ? 1 : frames;
+        long messageBytes;
+        try {
+            messageBytes = Math.max(1, Math.multiplyExact((long) f, size));
+        } catch (ArithmeticException e) {
+            messageBytes = Long.MAX_VALUE; // refused below
+        }
+        long n = iterations != null ? iterations : BenchSettings.defaultIterations(mode, messageBytes);
+        long w = warmup != null ? warmup : BenchSettings.defaultWarmup(n);
+        int win = window != null ? window : BenchSettings.defaultWindow(mode);
+        try {
+            return new CommBenchSettings(mode, f, size, n, w, win);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(cl, e.getMessage());
         }
     }
 

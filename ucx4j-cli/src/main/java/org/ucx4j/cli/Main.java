@@ -11,8 +11,8 @@ import picocli.CommandLine.Command;
 @Command(name = "ucx4j",
         mixinStandardHelpOptions = true,
         versionProvider = VersionProvider.class,
-        description = "UCX for the JVM: diagnostics and benchmarks.",
-        subcommands = {InfoCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
+        description = "UCX for the JVM: diagnostics, benchmarks and the ucx:// against tcp:// demo.",
+        subcommands = {InfoCommand.class, BenchCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
     /** Exit code when the UCX library cannot be loaded. */
     static final int EXIT_UCX_UNAVAILABLE = 2;

@@ -16,7 +16,8 @@ final class ProgressBar implements AutoCloseable {
 
     private final AtomicLong done = new AtomicLong();
     private final long total;
-    private final String label;
+    private volatile String label;
+    private int widestLabel;
     private final PrintStream err;
     private final Thread painter;
     private volatile boolean running = true;
@@ -25,6 +26,7 @@ final class ProgressBar implements AutoCloseable {
     private ProgressBar(long total, String label, PrintStream err, boolean enabled) {
         this.total = Math.max(1, total);
         this.label = label;
+        this.widestLabel = label.length();
         this.err = err;
         this.painter = enabled ? Thread.ofPlatform().daemon(true).name("ucx4j-progress-bar").start(this::paint) : null;
     }
@@ -41,6 +43,27 @@ final class ProgressBar implements AutoCloseable {
         java.io.Console console = System.console();
         boolean terminal = console != null && console.isTerminal();
         return new ProgressBar(total, label, System.err, enabled && terminal);
+    }
+
+    /**
+     * Changes what the bar says is being done.
+     *
+     * @param text the new label
+     */
+    synchronized void label(String text) {
+        label = text;
+        widestLabel = Math.max(widestLabel, text.length());
+    }
+
+    /**
+     * Prints a line on stderr above the bar (which is redrawn below it), or just the line when no bar is drawn.
+     *
+     * @param line the text
+     */
+    synchronized void println(String line) {
+        erase();
+        err.println(line);
+        err.flush();
     }
 
     /** Counts one step. */
@@ -76,13 +99,18 @@ final class ProgressBar implements AutoCloseable {
     public void close() {
         synchronized (this) {
             running = false;
-            if (shown) {
-                err.print("\r" + " ".repeat(label.length() + WIDTH + 40) + "\r");
-                err.flush();
-            }
+            erase();
         }
         if (painter != null) {
             painter.interrupt();
+        }
+    }
+
+    /** Erases the bar's line if it was drawn. Holds the lock. */
+    private void erase() {
+        if (shown) {
+            err.print("\r" + " ".repeat(widestLabel + WIDTH + 40) + "\r");
+            err.flush();
         }
     }
 }
