@@ -216,7 +216,7 @@ public final class InprocTransport implements org.ucx4j.comm.spi.Transport {
         @Override
         protected CompletableFuture<Void> send(Message message, boolean callerWaits) {
             InprocComm p = peer;
-            Arena scope = Arena.ofShared();
+            Arena scope = MessageScopes.forMessage(message.byteSize(), message.frameCount());
             List<Frame> copies = new ArrayList<>(message.frameCount());
             try {
                 for (int i = 0; i < message.frameCount(); i++) {

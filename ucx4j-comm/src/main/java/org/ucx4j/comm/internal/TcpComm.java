@@ -112,7 +112,7 @@ final class TcpComm extends AbstractComm {
             readFully(table);
             t = WireFormat.readTable(table, 0, h.frameCount(), options.maxFrameSize());
         }
-        Arena scope = Arena.ofShared();
+        Arena scope = MessageScopes.forMessage(t.total(), h.frameCount());
         List<Frame> frames = new ArrayList<>(h.frameCount());
         try {
             for (int i = 0; i < h.frameCount(); i++) {

@@ -150,7 +150,7 @@ final class UcxComm extends AbstractComm {
 
     /** Allocates the frames and fills them: from the header buffer at {@code inlineAt}, or by receives. */
     private void receiveFrames(WireFormat.Header h, WireFormat.Table t, long inlineAt) {
-        Arena scope = Arena.ofShared();
+        Arena scope = MessageScopes.forMessage(t.total(), h.frameCount());
         List<Frame> frames = new ArrayList<>(h.frameCount());
         List<MemorySegment> toReceive = new ArrayList<>();
         long expected = 0;
