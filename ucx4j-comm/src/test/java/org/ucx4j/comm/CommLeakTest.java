@@ -40,7 +40,8 @@ class CommLeakTest {
             int fds = fds();
             int threads = Thread.activeCount();
             cycles(a, a.startsWith("ucx") ? 100 : 300);
-            long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+            // A ucx close lingers until the peer disconnects (at most 30 s), then the runtime 2 s more.
+            long deadline = System.nanoTime() + Duration.ofSeconds(40).toNanos();
             while ((fds() > fds + 4 || Thread.activeCount() > threads + 4) && System.nanoTime() < deadline) {
                 Thread.sleep(200);
             }
