@@ -86,11 +86,12 @@ except Exception as e:
 ' "$1" "$2" "$3" "$4" >>"$RESULTS"
 }
 
-one_run() { # one_run ROW COLUMN MODE command...: runs it, keeps the last JSON line of its stdout
+one_run() { # one_run ROW COLUMN MODE command...: runs it, keeps the last JSON object of its stdout
     local row="$1" col="$2" mode="$3" out rc=0
     shift 3
     out=$("$@" 2>"$ERRLOG") || rc=$?
-    out=$(grep '^{' <<<"$out" | tail -n 1 || true)
+    # The last JSON object of stdout, one line (Python) or pretty-printed over several (ucx4j).
+    out=$(awk '/^\{/ { buf = "" } { buf = buf $0 } END { print buf }' <<<"$out" | grep '^{' || true)
     if [ "$rc" -ne 0 ] || [ -z "$out" ]; then
         echo "vs-distributed-ucxx: $col $row FAILED (exit $rc): $*" >&2
         tail -n 5 "$ERRLOG" | sed 's/^/    /' >&2
