@@ -21,9 +21,11 @@ public interface CommListener extends AutoCloseable {
      * Every address this listener can be reached at: {@link #address()} first, then others (a
      * {@code ucx://} listener adds its IP-less {@code ucx-worker://} address).
      *
-     * @return the addresses
+     * @return the addresses (by default just {@link #address()})
      */
-    List<URI> addresses();
+    default List<URI> addresses() {
+        return List.of(address());
+    }
 
     /** Stops accepting. Idempotent. */
     @Override

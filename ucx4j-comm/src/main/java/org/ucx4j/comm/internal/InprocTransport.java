@@ -288,11 +288,6 @@ public final class InprocTransport implements org.ucx4j.comm.spi.Transport {
         }
 
         @Override
-        public List<URI> addresses() {
-            return List.of(uri);
-        }
-
-        @Override
         public void close() {
             if (closed.compareAndSet(false, true)) {
                 LISTENERS.remove(name, this);

@@ -7,7 +7,6 @@ import java.net.URI;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -166,11 +165,6 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
         @Override
         public URI address() {
             return uri;
-        }
-
-        @Override
-        public List<URI> addresses() {
-            return List.of(uri);
         }
 
         @Override
