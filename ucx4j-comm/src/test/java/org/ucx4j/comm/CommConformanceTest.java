@@ -76,6 +76,19 @@ abstract class CommConformanceTest {
         return c;
     }
 
+    /** A connected client and the listener's side of it. */
+    record Pair(CommListener listener, Comm client, Comm server) {}
+
+    /** Listens, connects, and waits for the accepted comm; everything is closed after the test. */
+    Pair pair() throws Exception {
+        CompletableFuture<Comm> accepted = new CompletableFuture<>();
+        CommListener l = listen(accepted::complete);
+        Comm client = connect(l);
+        Comm server = accepted.get(10, TimeUnit.SECONDS);
+        toClose.add(server);
+        return new Pair(l, client, server);
+    }
+
     /** A handler that echoes every message until the client closes. */
     static void echo(Comm comm) {
         try (comm) {
@@ -145,11 +158,10 @@ abstract class CommConformanceTest {
 
     @Test
     void addressesAreRightOnBothSides() throws Exception {
-        CompletableFuture<Comm> accepted = new CompletableFuture<>();
-        CommListener l = listen(accepted::complete);
-        Comm client = connect(l);
-        Comm server = accepted.get(10, TimeUnit.SECONDS);
-        toClose.add(server);
+        Pair p = pair();
+        CommListener l = p.listener();
+        Comm client = p.client();
+        Comm server = p.server();
         String scheme = l.address().getScheme();
         for (URI u : List.of(client.localAddress(), client.peerAddress(), server.localAddress(), server.peerAddress())) {
             assertEquals(scheme, u.getScheme(), u.toString());
@@ -282,11 +294,9 @@ abstract class CommConformanceTest {
     void concurrentWritersKeepEachMessageWhole() throws Exception {
         int threads = 4;
         int perThread = 300;
-        CompletableFuture<Comm> accepted = new CompletableFuture<>();
-        CommListener l = listen(accepted::complete);
-        Comm c = connect(l);
-        Comm server = accepted.get(10, TimeUnit.SECONDS);
-        toClose.add(server);
+        Pair p = pair();
+        Comm c = p.client();
+        Comm server = p.server();
         CountDownLatch go = new CountDownLatch(1);
         List<Thread> ts = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
@@ -328,11 +338,9 @@ abstract class CommConformanceTest {
 
     @Test
     void gracefulCloseDeliversEverythingWrittenBefore() throws Exception {
-        CompletableFuture<Comm> accepted = new CompletableFuture<>();
-        CommListener l = listen(accepted::complete);
-        Comm c = connect(l);
-        Comm server = accepted.get(10, TimeUnit.SECONDS);
-        toClose.add(server);
+        Pair p = pair();
+        Comm c = p.client();
+        Comm server = p.server();
         try (Arena arena = Arena.ofShared()) {
             MemorySegment big = nativePattern(arena, 4 << 20, 1);
             for (int i = 0; i < 50; i++) {
@@ -354,11 +362,9 @@ abstract class CommConformanceTest {
 
     @Test
     void abortFailsBothSidesPromptly() throws Exception {
-        CompletableFuture<Comm> accepted = new CompletableFuture<>();
-        CommListener l = listen(accepted::complete);
-        Comm c = connect(l);
-        Comm server = accepted.get(10, TimeUnit.SECONDS);
-        toClose.add(server);
+        Pair p = pair();
+        Comm c = p.client();
+        Comm server = p.server();
         CompletableFuture<Message> pendingHere = c.readAsync();
         CompletableFuture<Message> pendingThere = server.readAsync();
         c.abort();
@@ -373,11 +379,9 @@ abstract class CommConformanceTest {
 
     @Test
     void readWithATimeoutLeavesTheCommUsable() throws Exception {
-        CompletableFuture<Comm> accepted = new CompletableFuture<>();
-        CommListener l = listen(accepted::complete);
-        Comm c = connect(l);
-        Comm server = accepted.get(10, TimeUnit.SECONDS);
-        toClose.add(server);
+        Pair p = pair();
+        Comm c = p.client();
+        Comm server = p.server();
         long t0 = System.nanoTime();
         assertThrows(CommTimeoutException.class, () -> c.read(Duration.ofMillis(100)));
         assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(5));
