@@ -47,6 +47,42 @@ class UcxCommTest extends CommConformanceTest {
     }
 
     @Test
+    void twoListenersShareOneWorkerAndEachIplessAddressReachesItsOwn() throws Exception {
+        CompletableFuture<Comm> first = new CompletableFuture<>();
+        CompletableFuture<Comm> second = new CompletableFuture<>();
+        URI a = listen(first::complete).addresses().get(1);
+        URI b = listen(second::complete).addresses().get(1);
+        String worker = a.getAuthority();
+        assertEquals(worker, b.getAuthority(), "one worker per process and configuration");
+        org.junit.jupiter.api.Assertions.assertNotEquals(a, b);
+        Comm toSecond = connect(b, options());
+        toSecond.write(Message.ofBytes(pattern(100, 1)));
+        Comm atSecond = second.get(10, TimeUnit.SECONDS);
+        toClose.add(atSecond);
+        try (Message m = atSecond.read(Duration.ofSeconds(10))) {
+            assertArrayEquals(pattern(100, 1), m.frame(0).toByteArray());
+        }
+        org.junit.jupiter.api.Assertions.assertFalse(first.isDone(), "the first listener saw the second's client");
+        connect(a, options());
+        toClose.add(first.get(10, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void malformedIplessAddressesAreRefusedNamingTheProblem() {
+        String worker = "ucx-worker://" + listen(c -> {}).addresses().get(1).getAuthority();
+        for (String[] bad : new String[][] {
+                {worker, "no listener number"},
+                {worker + "/", "no listener number"},
+                {worker + "/x1", "'x1' is not a number"},
+                {worker + "/4294967296", "out of range"},
+                {"ucx-worker://not.base64/0", "not a ucx4j worker address"}}) {
+            Exception e = org.junit.jupiter.api.Assertions.assertThrows(Exception.class, () -> connect(URI.create(bad[0]), options()));
+            org.junit.jupiter.api.Assertions.assertTrue(String.valueOf(e.getMessage()).contains(bad[1]),
+                    bad[0] + ": " + e.getMessage());
+        }
+    }
+
+    @Test
     void multiBufferMode() throws Exception {
         CommOptions multi = options(org.ucx4j.UcxConfig.builder().multiBuffer(true).build());
         CommListener l = listen(CommConformanceTest::echo, multi);

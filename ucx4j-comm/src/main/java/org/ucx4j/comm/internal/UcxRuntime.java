@@ -14,31 +14,41 @@ import org.ucx4j.UcxWorker;
 import org.ucx4j.WorkerOptions;
 
 /**
- * The UCX context and the client worker shared by every {@code ucx://} comm and listener of one
- * configuration (as distributed-ucxx initialises UCX once per process), counted by its users and closed
- * a short while after the last one leaves, so that a burst of short connections does not pay for a new
- * context each time. Listeners get workers of their own from the same context.
+ * The UCX context and the one worker shared by every {@code ucx://} comm and listener of one
+ * configuration (as distributed-ucxx and UCXX use one worker per process), counted by its users and
+ * closed a short while after the last one leaves, so that a burst of short connections does not pay
+ * for a new context each time.
+ *
+ * <p>One worker, not one per listener: UCX up to 1.16 aborts the process
+ * ({@code async.c: Assertion `handler->async == async'}) when an event missed by one worker's async
+ * context names a socket that was closed and whose number another worker's async context has reused
+ * (fixed in UCX 1.17, openucx/ucx#9942). Connection churn across two workers of one process hit it
+ * in about one run in five of the leak test; with a single worker every handler has the same async
+ * context. It also spends one progress thread per process instead of one per listener.
  *
  * <p>Tags: each comm receives on a tag this runtime hands out ({@link #nextTag()}): unique per process,
  * deterministic (a counter under a fixed prefix, no hash, no salt), announced to the peer in the
- * handshake. The peer sends to it; nothing else on the worker uses the prefix.
+ * handshake. The peer sends to it; nothing else on the worker uses the prefix. Listeners receive the
+ * first HELLO of IP-less clients on accept tags ({@link #nextAcceptTag()}), a range of their own that
+ * a client names by number in the {@code ucx-worker://} address.
  */
 final class UcxRuntime {
     private static final Logger LOG = LoggerFactory.getLogger(UcxRuntime.class);
     /** "U4J" in the top bytes: ucx4j-comm's tags. */
     static final long TAG_PREFIX = 0x55344A0000000000L;
-    /** A listener's worker receives first HELLOs of IP-less (ucx-worker://) clients on this tag. */
-    static final long ACCEPT_TAG = TAG_PREFIX | 0xFFFFFFFFFFL;
+    /** Accept tags: {@code ACCEPT_TAGS | n} for listener n; comm tags stay below. */
+    static final long ACCEPT_TAGS = TAG_PREFIX | 0xFF00000000L;
     private static final Duration LINGER = Duration.ofSeconds(2);
     private static final Map<Key, UcxRuntime> RUNTIMES = new HashMap<>();
     private static final AtomicLong TAGS = new AtomicLong();
+    private static final AtomicLong ACCEPTORS = new AtomicLong();
 
     private record Key(UcxConfig.UcxSettings settings, WorkerOptions workerOptions) {}
 
     private final Key key;
     final UcxConfig config;
     final UcxContext context;
-    final UcxWorker clientWorker;
+    final UcxWorker worker;
     private int users;
     private ScheduledFuture<?> closing;
 
@@ -48,7 +58,7 @@ final class UcxRuntime {
         Ucx.configure(config);
         this.context = UcxContext.builder().config(config).name("ucx4j-comm").build();
         try {
-            this.clientWorker = context.newWorker(workerOptions(config, "ucx4j-comm-client"));
+            this.worker = context.newWorker(workerOptions(config, "ucx4j-comm"));
         } catch (RuntimeException e) {
             context.close();
             throw e;
@@ -62,7 +72,7 @@ final class UcxRuntime {
 
     /** The runtime for a configuration, created on first use; pair with {@link #release()}. */
     static UcxRuntime acquire(UcxConfig config) {
-        Key key = new Key(config.ucxSettings(), workerOptions(config, "ucx4j-comm-client"));
+        Key key = new Key(config.ucxSettings(), workerOptions(config, "ucx4j-comm"));
         synchronized (RUNTIMES) {
             UcxRuntime r = RUNTIMES.get(key);
             if (r == null) {
@@ -75,6 +85,16 @@ final class UcxRuntime {
                 r.closing = null;
             }
             return r;
+        }
+    }
+
+    /** One more user of a runtime already held (a listener's accepted comm); pair with {@link #release()}. */
+    void retain() {
+        synchronized (RUNTIMES) {
+            if (users <= 0) {
+                throw new IllegalStateException("retain() on a runtime nobody holds");
+            }
+            users++;
         }
     }
 
@@ -96,9 +116,9 @@ final class UcxRuntime {
             RUNTIMES.remove(key);
         }
         try {
-            clientWorker.close();
+            worker.close();
         } catch (RuntimeException e) {
-            LOG.warn("closing the ucx4j-comm client worker failed", e);
+            LOG.warn("closing the ucx4j-comm worker failed", e);
         }
         try {
             context.close();
@@ -129,9 +149,23 @@ final class UcxRuntime {
 
     static long nextTag() {
         long n = TAGS.incrementAndGet();
-        if (n >= 0xFFFFFFFFFFL) {
+        if (n >= 0xFF00000000L) {
             throw new IllegalStateException("ucx4j-comm ran out of tags (2^40 comms in one process)");
         }
         return TAG_PREFIX | n;
+    }
+
+    /** A new listener's accept tag: {@link #ACCEPT_TAGS} | n, n counting listeners from 0. */
+    static long nextAcceptTag() {
+        long n = ACCEPTORS.getAndIncrement();
+        if (n > 0xFFFFFFFFL) {
+            throw new IllegalStateException("ucx4j-comm ran out of accept tags (2^32 listeners in one process)");
+        }
+        return ACCEPT_TAGS | n;
+    }
+
+    /** Whether a tag is a listener's accept tag. */
+    static boolean isAcceptTag(long tag) {
+        return (tag & ACCEPT_TAGS) == ACCEPT_TAGS;
     }
 }

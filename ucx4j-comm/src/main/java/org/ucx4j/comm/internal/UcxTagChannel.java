@@ -9,7 +9,7 @@ import org.ucx4j.UcxEndpoint;
 /**
  * Handshake records as tag messages, for IP-less ({@code ucx-worker://}) connections, where there is
  * no stream before both sides have an endpoint. Each side receives on its own tag; the client's first
- * record goes to the listener worker's accept tag, and it learns the listener's tag from the
+ * record goes to the listener's accept tag, and it learns the listener's tag from the
  * listener's HELLO.
  */
 final class UcxTagChannel implements HandshakeChannel {
@@ -34,7 +34,7 @@ final class UcxTagChannel implements HandshakeChannel {
             MemorySegment buf = a.allocate(MAX_RECORD);
             TagInfo info = endpoint.tagRecv(buf, myTag, -1L);
             byte[] rec = buf.asSlice(0, info.length()).toArray(ValueLayout.JAVA_BYTE);
-            if (peerTag == UcxRuntime.ACCEPT_TAG && rec.length >= 8 && rec[6] == Handshake.HELLO) {
+            if (UcxRuntime.isAcceptTag(peerTag) && rec.length >= 8 && rec[6] == Handshake.HELLO) {
                 peerTag = Handshake.parseHello(rec).tag();
             }
             return rec;

@@ -8,6 +8,7 @@ import java.net.URI;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
@@ -29,8 +30,8 @@ import org.ucx4j.comm.CommOptions;
 
 /**
  * {@code ucx://host:port} (alias {@code ucxx://}) over UCX's socket-address connection set-up, and
- * {@code ucx-worker://<worker address>} without any socket: a {@code ucx://} listener has a worker of
- * its own and publishes that worker's address too. Public for {@link java.util.ServiceLoader}; use
+ * {@code ucx-worker://<worker address>/<listener>} without any socket: every {@code ucx://} listener
+ * publishes its worker's address and its own number (its accept tag) too. Public for {@link java.util.ServiceLoader}; use
  * {@link org.ucx4j.comm.Comms}.
  */
 public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
@@ -45,19 +46,39 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         return Set.of("ucx", "ucxx", WORKER_SCHEME);
     }
 
-    private static String workerAddressText(URI uri) {
+    /** An IP-less address: a worker and the accept tag of one of its listeners. */
+    record IplessAddress(WorkerAddress worker, long acceptTag) {}
+
+    /** Parses {@code ucx-worker://<base64url worker address>/<listener number>}. */
+    static IplessAddress parseIpless(URI uri) {
         String s = uri.getSchemeSpecificPart();
         if (s.startsWith("//")) {
             s = s.substring(2);
         }
-        if (s.endsWith("/")) {
-            s = s.substring(0, s.length() - 1);
+        int slash = s.indexOf('/');
+        if (slash < 0 || slash == s.length() - 1) {
+            throw new IllegalArgumentException("no listener number: expected ucx-worker://<worker address>/<listener>"
+                    + " as a ucx:// listener publishes it (CommListener.addresses())");
         }
-        return s;
+        String number = s.substring(slash + 1);
+        if (number.endsWith("/")) {
+            number = number.substring(0, number.length() - 1);
+        }
+        long n;
+        try {
+            n = Long.parseLong(number);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("listener number '" + number + "' is not a number");
+        }
+        if (n < 0 || n > 0xFFFFFFFFL) {
+            throw new IllegalArgumentException("listener number " + n + " is out of range 0.." + 0xFFFFFFFFL);
+        }
+        return new IplessAddress(WorkerAddress.parse(s.substring(0, slash)), UcxRuntime.ACCEPT_TAGS | n);
     }
 
-    static URI workerUri(WorkerAddress a) {
-        return URI.create(WORKER_SCHEME + "://" + a);
+    /** The address of a worker's listener with the given accept tag, or of a client worker (tag 0: no path). */
+    static URI workerUri(WorkerAddress a, long acceptTag) {
+        return URI.create(WORKER_SCHEME + "://" + a + (acceptTag == 0 ? "" : "/" + (acceptTag & 0xFFFFFFFFL)));
     }
 
     // ------------------------------------------------------------------ connect
@@ -66,10 +87,10 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
     public CompletableFuture<Comm> connectAsync(URI address, CommOptions options) {
         boolean ipless = WORKER_SCHEME.equalsIgnoreCase(address.getScheme());
         InetSocketAddress target = null;
-        WorkerAddress workerAddress = null;
+        IplessAddress workerAddress = null;
         try {
             if (ipless) {
-                workerAddress = WorkerAddress.parse(workerAddressText(address));
+                workerAddress = parseIpless(address);
             } else {
                 target = Addresses.socketAddress(address);
             }
@@ -86,7 +107,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         }
         CompletableFuture<Comm> f = new CompletableFuture<>();
         InetSocketAddress t = target;
-        WorkerAddress wa = workerAddress;
+        IplessAddress wa = workerAddress;
         Thread.ofVirtual().name("ucx4j-ucx-connect").start(() -> {
             AtomicReference<UcxEndpoint> ep = new AtomicReference<>();
             AtomicReference<UcxComm> comm = new AtomicReference<>();
@@ -96,7 +117,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                             EndpointErrorHandler onError = (e, err) -> onError(comm, err);
                             long myTag = UcxRuntime.nextTag();
                             if (t != null) {
-                                UcxEndpoint e = rt.clientWorker.await(rt.clientWorker.connectAsync(t, onError));
+                                UcxEndpoint e = rt.worker.await(rt.worker.connectAsync(t, onError));
                                 ep.set(e);
                                 URI peer = Addresses.uri(address.getScheme().toLowerCase(java.util.Locale.ROOT), t);
                                 Handshake.Result r = Handshake.client(new UcxStreamChannel(e), options, myTag,
@@ -104,12 +125,12 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                                 URI local = parseOr(r.addressSeenByPeer(), peer);
                                 return new UcxComm(e, myTag, r.peerTag(), options, local, peer, r.peerIdentity(), rt::release);
                             }
-                            UcxEndpoint e = rt.clientWorker.await(rt.clientWorker.connectAsync(wa, onError));
+                            UcxEndpoint e = rt.worker.await(rt.worker.connectAsync(wa.worker(), onError));
                             ep.set(e);
-                            UcxTagChannel ch = new UcxTagChannel(e, myTag, UcxRuntime.ACCEPT_TAG);
-                            URI local = workerUri(rt.clientWorker.address());
+                            UcxTagChannel ch = new UcxTagChannel(e, myTag, wa.acceptTag());
+                            URI local = workerUri(rt.worker.address(), 0);
                             Handshake.Result r = Handshake.client(ch, options, myTag, address.toString(),
-                                    rt.clientWorker.address().bytes());
+                                    rt.worker.address().bytes());
                             return new UcxComm(e, myTag, r.peerTag(), options, local, address, r.peerIdentity(), rt::release);
                         });
                 comm.set(c);
@@ -155,6 +176,26 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         }
     }
 
+    /** How long a refusing side keeps its endpoint for the peer to read the VERDICT and hang up. */
+    static final java.time.Duration REFUSAL_LINGER = java.time.Duration.ofSeconds(2);
+
+    /**
+     * Closes the endpoint of a refused handshake once the peer has hung up (it read the VERDICT), or
+     * after {@link #REFUSAL_LINGER}. Closing at once could tear the connection down before the peer
+     * posted the receive for the VERDICT's body: UCX fails operations on a reset endpoint, so the peer
+     * would see "connection reset" instead of the reason.
+     */
+    static void closeAfterRefusal(UcxEndpoint ep, CompletableFuture<Void> peerGone) {
+        if (ep == null) {
+            return;
+        }
+        ScheduledFuture<?> timer = Watchdog.schedule(() -> peerGone.complete(null), REFUSAL_LINGER);
+        peerGone.whenComplete((v, e) -> {
+            timer.cancel(false);
+            closeGently(ep);
+        });
+    }
+
     static void forceClose(UcxEndpoint ep) {
         if (ep != null) {
             try {
@@ -185,7 +226,11 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         }
     }
 
-    /** A UCX listener with a worker of its own, which also accepts IP-less clients on its accept tag. */
+    /**
+     * A UCX listener on the runtime's worker, which also accepts IP-less clients on an accept tag of
+     * its own. It holds the runtime until it is closed and its accept receive is gone; each accepted
+     * comm holds it too.
+     */
     private static final class Listener implements CommListener {
         private final UcxRuntime rt;
         private final String scheme;
@@ -193,27 +238,28 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         private final CommOptions options;
         private final UcxWorker worker;
         private final UcxListener listener;
+        private final long acceptTag = UcxRuntime.nextAcceptTag();
         private final URI uri;
         private final URI workerUri;
         private final AtomicBoolean closed = new AtomicBoolean();
-        private final java.util.concurrent.atomic.AtomicInteger refs = new java.util.concurrent.atomic.AtomicInteger(1);
         private final Arena acceptArena = Arena.ofShared();
         private final MemorySegment acceptBuffer = acceptArena.allocate(HandshakeChannel.MAX_RECORD);
+        private final AtomicReference<CompletableFuture<TagInfo>> acceptRecv = new AtomicReference<>();
 
         Listener(UcxRuntime rt, String scheme, InetSocketAddress bind, CommHandler handler, CommOptions options) {
             this.rt = rt;
             this.scheme = scheme;
             this.handler = handler;
             this.options = options;
-            this.worker = rt.context.newWorker(UcxRuntime.workerOptions(rt.config, "ucx4j-comm-listener"));
+            this.worker = rt.worker;
             try {
                 this.listener = worker.listen(bind, this::onRequest);
             } catch (RuntimeException e) {
-                worker.close();
+                acceptArena.close();
                 throw e;
             }
             this.uri = Addresses.uri(scheme, listener.address());
-            this.workerUri = workerUri(worker.address());
+            this.workerUri = workerUri(worker.address(), acceptTag);
             postAccept();
         }
 
@@ -223,7 +269,11 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                 return;
             }
             AtomicReference<UcxComm> comm = new AtomicReference<>();
-            UcxEndpoint ep = request.accept((e, err) -> onError(comm, err));
+            CompletableFuture<Void> peerGone = new CompletableFuture<>();
+            UcxEndpoint ep = request.accept((e, err) -> {
+                peerGone.complete(null);
+                onError(comm, err);
+            });
             InetSocketAddress client = request.clientAddress();
             Thread.ofVirtual().name("ucx4j-ucx-accepted").start(() -> {
                 long myTag = UcxRuntime.nextTag();
@@ -232,14 +282,11 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                 try {
                     c = Watchdog.within(options.connectTimeout(), "handshake with " + peer, () -> forceClose(ep), () -> {
                         Handshake.Result r = Handshake.listener(new UcxStreamChannel(ep), options, myTag, peer.toString(), null);
-                        refs.incrementAndGet();
-                        return new UcxComm(ep, myTag, r.peerTag(), options, parseOr(r.addressSeenByPeer(), uri), peer,
-                                r.peerIdentity(), this::unref);
+                        return accepted(ep, myTag, r, parseOr(r.addressSeenByPeer(), uri), peer);
                     });
                 } catch (RuntimeException e) {
                     LOG.warn("{}: refused a connection from {}: {}", uri, peer, e.getMessage());
-                    // Flush, so that the refusal (VERDICT) reaches the client before the disconnect.
-                    closeGently(ep);
+                    closeAfterRefusal(ep, peerGone);
                     return;
                 }
                 comm.set(c);
@@ -247,16 +294,35 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             });
         }
 
+        /** The comm of an accepted connection; it holds the runtime until it is released. */
+        private UcxComm accepted(UcxEndpoint ep, long myTag, Handshake.Result r, URI local, URI peer) {
+            rt.retain();
+            try {
+                return new UcxComm(ep, myTag, r.peerTag(), options, local, peer, r.peerIdentity(), rt::release);
+            } catch (RuntimeException e) {
+                rt.release();
+                throw e;
+            }
+        }
+
         /** Waits for the next IP-less client's HELLO on the accept tag. */
         private void postAccept() {
             if (closed.get()) {
+                acceptGone();
                 return;
             }
-            worker.tagRecvAsync(acceptBuffer, UcxRuntime.ACCEPT_TAG, -1L).whenComplete((info, err) -> {
+            CompletableFuture<TagInfo> f = worker.tagRecvAsync(acceptBuffer, acceptTag, -1L);
+            acceptRecv.set(f);
+            if (closed.get()) {
+                // close() may have looked before the set: cancel ourselves (twice is harmless).
+                f.cancel(false);
+            }
+            f.whenComplete((info, err) -> {
                 if (err != null || closed.get()) {
                     if (!closed.get()) {
                         LOG.warn("{}: accept receive failed: {}", uri, err.toString());
                     }
+                    acceptGone();
                     return;
                 }
                 byte[] hello = acceptBuffer.asSlice(0, info.length()).toArray(ValueLayout.JAVA_BYTE);
@@ -265,9 +331,22 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             });
         }
 
+        /** The accept receive ended for good: free its buffer and let the runtime go. */
+        private void acceptGone() {
+            if (acceptArena.scope().isAlive()) {
+                synchronized (acceptArena) {
+                    if (acceptArena.scope().isAlive()) {
+                        acceptArena.close();
+                        rt.release();
+                    }
+                }
+            }
+        }
+
         private void acceptIpless(byte[] hello) {
             AtomicReference<UcxEndpoint> ep = new AtomicReference<>();
             AtomicReference<UcxComm> comm = new AtomicReference<>();
+            CompletableFuture<Void> peerGone = new CompletableFuture<>();
             UcxComm c;
             try {
                 Handshake.Hello h = Handshake.parseHello(hello);
@@ -275,19 +354,21 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                     throw new CommException("an IP-less client sent no worker address");
                 }
                 WorkerAddress clientAddress = WorkerAddress.of(h.workerAddress());
-                URI peer = workerUri(clientAddress);
+                URI peer = workerUri(clientAddress, 0);
                 long myTag = UcxRuntime.nextTag();
                 c = Watchdog.within(options.connectTimeout(), "handshake with " + peer, () -> forceClose(ep.get()), () -> {
-                    UcxEndpoint e = worker.await(worker.connectAsync(clientAddress, (x, err) -> onError(comm, err)));
+                    UcxEndpoint e = worker.await(worker.connectAsync(clientAddress, (x, err) -> {
+                        peerGone.complete(null);
+                        onError(comm, err);
+                    }));
                     ep.set(e);
                     UcxTagChannel ch = new UcxTagChannel(e, myTag, h.tag());
                     Handshake.Result r = Handshake.listener(ch, options, myTag, peer.toString(), hello);
-                    refs.incrementAndGet();
-                    return new UcxComm(e, myTag, r.peerTag(), options, workerUri, peer, r.peerIdentity(), this::unref);
+                    return accepted(e, myTag, r, workerUri, peer);
                 });
             } catch (RuntimeException e) {
                 LOG.warn("{}: refused an IP-less connection: {}", workerUri, e.getMessage());
-                forceClose(ep.get());
+                closeAfterRefusal(ep.get(), peerGone);
                 return;
             }
             comm.set(c);
@@ -314,22 +395,12 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             } catch (RuntimeException e) {
                 LOG.debug("closing {}", uri, e);
             }
-            // The listener's worker carries its accepted comms: it closes when the last of them is gone.
-            unref();
-        }
-
-        /** The listener itself and each accepted comm hold a reference; the last one closes the worker. */
-        private void unref() {
-            if (refs.decrementAndGet() != 0) {
-                return;
+            // Accepted comms stay open and hold the runtime themselves. The accept receive is canceled;
+            // its completion frees the buffer and releases the listener's hold on the runtime.
+            CompletableFuture<TagInfo> f = acceptRecv.get();
+            if (f != null) {
+                f.cancel(false);
             }
-            try {
-                worker.close();
-            } catch (RuntimeException e) {
-                LOG.warn("closing the worker of {} failed", uri, e);
-            }
-            acceptArena.close();
-            rt.release();
         }
 
         @Override
