@@ -27,8 +27,10 @@ public interface FrameAllocator {
     MemorySegment allocate(MemoryKind kind, long byteSize, Arena messageScope);
 
     /**
-     * The default: host frames in the message's arena (64-byte aligned); other kinds are refused with
-     * an error that says where to get an allocator for them.
+     * The default: host frames of {@value org.ucx4j.HostBufferPool#MIN_POOLED} bytes or more from
+     * {@link org.ucx4j.HostBufferPool#shared()} (page aligned, reused after their message is closed),
+     * smaller ones in the message's arena (64-byte aligned); other kinds are refused with an error that
+     * says where to get an allocator for them.
      *
      * @return the shared host allocator
      */

@@ -1,5 +1,7 @@
 package org.ucx4j.comm;
 
+import org.ucx4j.HostBufferPool;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -15,6 +17,10 @@ final class HostFrameAllocator implements FrameAllocator {
             throw new UnsupportedOperationException("the peer sent a " + kind + " frame but this comm's allocator"
                     + " only has host memory: pass a FrameAllocator for " + kind + " (ucx4j-cuda provides one)"
                     + " in CommOptions");
+        }
+        if (byteSize >= HostBufferPool.MIN_POOLED) {
+            // Large frames reuse warm buffers: fresh memory costs more than receiving into it.
+            return HostBufferPool.shared().allocate(byteSize, messageScope);
         }
         return messageScope.allocate(byteSize, 64);
     }
