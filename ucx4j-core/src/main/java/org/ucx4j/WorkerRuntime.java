@@ -33,7 +33,8 @@ import org.ucx4j.internal.Upcalls;
  * {@code UCS_THREAD_MODE_SERIALIZED}). Whoever holds {@link #lock} may call UCX. A thread that submits an
  * operation takes the lock if it is free and calls UCX itself (no hand-off, no wake-up); otherwise it
  * queues the task and, if the progress thread sleeps, signals it with {@code ucp_worker_signal}. Tasks
- * queued earlier always run before a caller's inline task, so one thread's operations keep their order.
+ * queued earlier always run before a caller's inline task (and before the lock holder's own, see
+ * {@link #execute}), so operations reach UCX in the order they were submitted.
  * UCX callbacks only run inside UCX calls, so they always run on the lock holder: that is how
  * "inside a callback" is detected and blocking calls there are refused.
  */
@@ -155,10 +156,21 @@ final class WorkerRuntime implements UpcallTarget {
         return upcallDepth > 0 && lock.isHeldByCurrentThread();
     }
 
-    /** Runs {@code task} with the lock held: inline when possible, else on the progress thread. */
+    /**
+     * Runs {@code task} with the lock held: inline when possible, else on the progress thread. Tasks
+     * reach UCX in the order they were submitted, whichever threads submitted them: the lock holder
+     * (inside a callback, say) runs its task inline only when nothing is queued; otherwise the task
+     * queues behind what other threads submitted earlier and runs in the next round. (Without this, a
+     * receive a callback posts could overtake one another thread queued just before, and take its
+     * message: tag matching follows the order receives are posted.)
+     */
     void execute(Runnable task) {
         if (lock.isHeldByCurrentThread()) {
-            task.run();
+            if (queue.isEmpty()) {
+                task.run();
+            } else {
+                queue.offer(task);
+            }
             return;
         }
         if (lock.tryLock()) {

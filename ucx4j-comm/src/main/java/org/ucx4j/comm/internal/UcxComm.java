@@ -4,6 +4,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -71,59 +72,169 @@ final class UcxComm extends AbstractComm {
 
     // ------------------------------------------------------------------ receiving
 
+    /**
+     * Messages this side receives ahead, in header order. Each needs its header, then its frames; the
+     * next header's receive is posted only after the previous message's frame receives (tag order),
+     * so several rendezvous transfers can be in flight while the reader works. Bounded by
+     * {@link #PIPELINE_DEPTH} messages and {@link #PIPELINE_BYTES} of frames.
+     */
+    private final ArrayDeque<Incoming> pipeline = new ArrayDeque<>();
+    /** A header receive is posted and not yet completed (at most one: they share the header buffer). */
+    private boolean headerPosted;
+    /** No more headers: the close marker or an error was seen. */
+    private boolean pipelineEnded;
+    private long pipelineBytes;
+    /** Whether the reader side (AbstractComm) is waiting for the pipeline's head. */
+    private boolean headWanted;
+    static final int PIPELINE_DEPTH = 8;
+    static final long PIPELINE_BYTES = 64L * 1024 * 1024;
+
+    /** One message being received: done with the message, or failed with an {@link End}. */
+    private static final class Incoming {
+        final CompletableFuture<Message> done = new CompletableFuture<>();
+        long bytes;
+    }
+
+    /** How the pipeline ended: the cause and whether the peer closed. */
+    private static final class End extends RuntimeException {
+        final transient CommException cause;
+        final boolean peerClosed;
+
+        End(CommException cause, boolean peerClosed) {
+            super(null, null, false, false);
+            this.cause = cause;
+            this.peerClosed = peerClosed;
+        }
+    }
+
     @Override
     protected void receiveOne() {
-        endpoint.tagRecvAsync(headerBuffer, myTag, -1L).whenComplete((info, err) -> {
-            if (err != null) {
-                lost(err);
+        Incoming head;
+        synchronized (pipeline) {
+            fill();
+            head = pipeline.peekFirst();
+            headWanted = head != null;
+        }
+        if (head == null) {
+            // The pipeline ended and its last message was delivered: the end is already reported.
+            return;
+        }
+        head.done.whenComplete((m, err) -> deliverHead());
+    }
+
+    /** The head message completed: hands it to the reader side, then refills. */
+    private void deliverHead() {
+        Incoming head;
+        synchronized (pipeline) {
+            if (!headWanted) {
                 return;
             }
-            try {
-                onHeader(info);
-            } catch (CommException e) {
-                ended(e, false);
-            } catch (RuntimeException e) {
-                ended(new CommException("comm " + localAddress() + " <-> " + peerAddress() + ": " + e.getMessage(), e), false);
+            head = pipeline.pollFirst();
+            headWanted = false;
+            pipelineBytes -= head.bytes;
+            fill();
+        }
+        Message m;
+        try {
+            m = head.done.join();
+        } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException e) {
+            Throwable t = e.getCause();
+            if (t instanceof End end) {
+                ended(end.cause, end.peerClosed);
+            } else {
+                lost(t);
             }
-        });
+            return;
+        }
+        received(m);
+    }
+
+    /** With the pipeline's lock: posts the next header receive when there is room. */
+    private void fill() {
+        if (headerPosted || pipelineEnded || released || pipeline.size() >= PIPELINE_DEPTH
+                || (pipelineBytes >= PIPELINE_BYTES && !pipeline.isEmpty())) {
+            return;
+        }
+        Incoming in = new Incoming();
+        pipeline.addLast(in);
+        headerPosted = true;
+        endpoint.tagRecvAsync(headerBuffer, myTag, -1L).whenComplete((info, err) -> onHeaderArrived(in, info, err));
+    }
+
+    private void onHeaderArrived(Incoming in, TagInfo info, Throwable err) {
+        if (err != null) {
+            stop(in, lostError(err), false);
+            return;
+        }
+        try {
+            onHeader(in, info);
+        } catch (End e) {
+            stop(in, e.cause, e.peerClosed);
+        } catch (CommException e) {
+            stop(in, e, false);
+        } catch (RuntimeException e) {
+            stop(in, new CommException("comm " + localAddress() + " <-> " + peerAddress() + ": " + e.getMessage(), e), false);
+        }
+    }
+
+    /** The header buffer is free again (the message's frames, if any, are posted): the next header may go. */
+    private void headerDone(Incoming in, long bytes) {
+        synchronized (pipeline) {
+            headerPosted = false;
+            in.bytes = bytes;
+            pipelineBytes += bytes;
+            fill();
+        }
+    }
+
+    /** No more messages after {@code in}: it fails with the end, and so does nothing else. */
+    private void stop(Incoming in, CommException cause, boolean peerClosed) {
+        synchronized (pipeline) {
+            headerPosted = false;
+            pipelineEnded = true;
+        }
+        in.done.completeExceptionally(new End(cause, peerClosed));
+    }
+
+    private CommClosedException lostError(Throwable err) {
+        return new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " lost: " + describe(err), err);
     }
 
     private void lost(Throwable err) {
         if (released) {
             return;
         }
-        ended(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " lost: " + describe(err), err),
-                false);
+        ended(lostError(err), false);
     }
 
-    private void onHeader(TagInfo info) {
+    private void onHeader(Incoming in, TagInfo info) {
         long len = info.length();
         if (len < WireFormat.HEADER_BYTES) {
             throw new CommProtocolException("header message of " + len + " bytes (at least " + WireFormat.HEADER_BYTES + ")");
         }
         WireFormat.Header h = WireFormat.readHeader(headerBuffer, 0, options.maxFrames());
         if (h.isClose()) {
-            ended(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " was closed by the peer"), true);
-            return;
+            throw new End(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " was closed by the peer"), true);
         }
         long tableEnd = WireFormat.HEADER_BYTES + h.tableBytes();
         if (len == WireFormat.HEADER_BYTES && h.frameCount() > 0 && tableEnd > INLINE_LIMIT) {
-            // A large table follows in a message of its own; its size is bounded by max-frames.
+            // A large table follows in a message of its own (bounded by max-frames); the next header
+            // may only be posted once this message's frame receives are.
             Arena tableArena = Arena.ofShared();
             MemorySegment table = tableArena.allocate(h.tableBytes());
             endpoint.tagRecvAsync(table, myTag, -1L).whenComplete((ti, err) -> {
                 try {
                     if (err != null) {
-                        lost(err);
+                        stop(in, lostError(err), false);
                     } else if (ti.length() != h.tableBytes()) {
-                        ended(new CommProtocolException("frame table of " + ti.length() + " bytes, header said "
+                        stop(in, new CommProtocolException("frame table of " + ti.length() + " bytes, header said "
                                 + h.tableBytes()), false);
                     } else {
                         WireFormat.Table t = WireFormat.readTable(table, 0, h.frameCount(), options.maxFrameSize());
-                        receiveFrames(h, t, -1);
+                        receiveFrames(in, h, t, -1);
                     }
                 } catch (CommException e) {
-                    ended(e, false);
+                    stop(in, e, false);
                 } finally {
                     tableArena.close();
                 }
@@ -139,17 +250,20 @@ final class UcxComm extends AbstractComm {
             if (len != tableEnd + t.total()) {
                 throw new CommProtocolException("inline message of " + len + " bytes, header says " + (tableEnd + t.total()));
             }
-            receiveFrames(h, t, tableEnd);
+            receiveFrames(in, h, t, tableEnd);
         } else {
             if (len != tableEnd) {
                 throw new CommProtocolException("header message of " + len + " bytes, expected " + tableEnd);
             }
-            receiveFrames(h, t, -1);
+            receiveFrames(in, h, t, -1);
         }
     }
 
-    /** Allocates the frames and fills them: from the header buffer at {@code inlineAt}, or by receives. */
-    private void receiveFrames(WireFormat.Header h, WireFormat.Table t, long inlineAt) {
+    /**
+     * Allocates the frames and fills them: from the header buffer at {@code inlineAt}, or by receives;
+     * then lets the next header receive go.
+     */
+    private void receiveFrames(Incoming in, WireFormat.Header h, WireFormat.Table t, long inlineAt) {
         Arena scope = MessageScopes.forMessage(t.total(), h.frameCount());
         List<Frame> frames = new ArrayList<>(h.frameCount());
         List<MemorySegment> toReceive = new ArrayList<>();
@@ -179,7 +293,8 @@ final class UcxComm extends AbstractComm {
             throw e;
         }
         if (toReceive.isEmpty()) {
-            received(Message.received(frames, scope));
+            headerDone(in, 0);
+            in.done.complete(Message.received(frames, scope));
             return;
         }
         CompletableFuture<?> all;
@@ -196,17 +311,18 @@ final class UcxComm extends AbstractComm {
             }
             all = CompletableFuture.allOf(each);
         }
+        headerDone(in, total);
         all.whenComplete((v, err) -> {
             if (err != null) {
                 scope.close();
                 Throwable cause = unwrap(err);
-                if (cause instanceof CommProtocolException p) {
-                    ended(p, false);
-                } else {
-                    lost(cause);
+                CommException e = cause instanceof CommProtocolException p ? p : lostError(cause);
+                synchronized (pipeline) {
+                    pipelineEnded = true;
                 }
+                in.done.completeExceptionally(new End(e, false));
             } else {
-                received(Message.received(frames, scope));
+                in.done.complete(Message.received(frames, scope));
             }
         });
     }
@@ -350,6 +466,7 @@ final class UcxComm extends AbstractComm {
      */
     @Override
     protected void release(boolean graceful) {
+        dropPipeline();
         synchronized (sendLock) {
             if (released) {
                 return;
@@ -362,6 +479,20 @@ final class UcxComm extends AbstractComm {
             }
         }
         closeEndpoint(graceful ? CloseMode.FLUSH : CloseMode.FORCE);
+    }
+
+    /** Frees messages received ahead that no reader will get; ones still arriving are freed when they do. */
+    private void dropPipeline() {
+        List<Incoming> dropped;
+        synchronized (pipeline) {
+            pipelineEnded = true;
+            dropped = new ArrayList<>(pipeline);
+            pipeline.clear();
+            headWanted = false;
+        }
+        for (Incoming in : dropped) {
+            in.done.thenAccept(Message::close);
+        }
     }
 
     private Duration linger() {
