@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# What ucx4j-comm's framing costs: ucx:// messages beside raw core tag messages (and tcp://), in one
+# run, alternating, with the same sizes and window (16 in flight). Rows: bandwidth at 1, 16 and 64 MiB
+# (one frame per message), and 1 KiB round trips. Each configuration runs with peer error handling on
+# (the default: UCX uses tcp only) and off (UCX4J__PEER_ERROR_HANDLING=false: shared memory, cma);
+# tcp:// does not depend on it. Each cell is the median of ROUNDS runs (default 2). Prints a Markdown
+# table with the ratios ucx:// / tag and ucx:// / tcp://; progress and the load average go to stderr.
+#
+# Units: bandwidth MB/s (MB = 2^20 bytes); round trips per second (1 KiB message and its echo).
+#
+#   bench/comm-vs-tag.sh              # ~3 minutes on a 2-core VM
+#   ROUNDS=3 SIZES="1Mi 64Mi" bench/comm-vs-tag.sh
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+ROUNDS=${ROUNDS:-2}
+read -r -a SIZES <<<"${SIZES:-1Mi 16Mi 64Mi}"
+UCX4J="$ROOT/bin/ucx4j"
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+"$UCX4J" --version >/dev/null   # builds once, before anything is timed
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+# run NAME PEH ARGS...: one measurement, appended to $OUT/NAME as the number that matters.
+run() {
+    local name=$1 peh=$2
+    shift 2
+    local json
+    if ! json=$(UCX4J__PEER_ERROR_HANDLING=$peh "$UCX4J" bench "$@" --no-progress-bar --json 2>"$OUT/last.err"); then
+        echo "failed: ucx4j bench $* (peer-error-handling $peh):" >&2
+        cat "$OUT/last.err" >&2
+        exit 1
+    fi
+    python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); v=d.get("bandwidth_mbps") if d.get("mode")!="latency" else (d.get("round_trips_per_s") or d.get("msg_rate",0)/2); print(v)' \
+        <<<"$json" >>"$OUT/$name"
+}
+
+for r in $(seq 1 "$ROUNDS"); do
+    for peh in true false; do
+        for s in "${SIZES[@]}"; do
+            echo "round $r/$ROUNDS, peer-error-handling $peh, $s" >&2
+            run "tag-$peh-$s" $peh --op tag --mode bandwidth --size "$s" --window 16
+            run "ucx-$peh-$s" $peh --comm ucx --mode bandwidth --size "$s" --window 16
+            [ $peh = true ] && run "tcp-$s" true --comm tcp --mode bandwidth --size "$s" --window 16
+        done
+        echo "round $r/$ROUNDS, peer-error-handling $peh, 1 KiB round trips" >&2
+        run "tag-$peh-rt" $peh --op tag --mode latency --size 1Ki --iters 5000
+        run "ucx-$peh-rt" $peh --comm ucx --mode latency --size 1Ki --iters 5000
+        [ $peh = true ] && run "tcp-rt" true --comm tcp --mode latency --size 1Ki --iters 5000
+    done
+done
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+python3 - "$OUT" "$ROUNDS" "${SIZES[@]}" <<'EOF'
+import os, statistics, sys
+out, rounds, sizes = sys.argv[1], sys.argv[2], sys.argv[3:]
+def med(name):
+    with open(os.path.join(out, name)) as f:
+        return statistics.median(float(x) for x in f.read().split())
+rows = [(f"bandwidth {s}, MB/s", s) for s in sizes] + [("1 KiB round trips/s", "rt")]
+print("| row | peer error handling | core tag | ucx:// | tcp:// | ucx:// / tag | ucx:// / tcp:// |")
+print("|---|---|---|---|---|---|---|")
+for label, key in rows:
+    tcp = med(f"tcp-{key}")
+    for peh in ("true", "false"):
+        tag, ucx = med(f"tag-{peh}-{key}"), med(f"ucx-{peh}-{key}")
+        print(f"| {label} | {'on (tcp)' if peh == 'true' else 'off (shm)'} | {tag:,.0f} | {ucx:,.0f} | {tcp:,.0f} "
+              f"| {ucx / tag:.2f} | {ucx / tcp:.2f} |")
+print()
+print(f"median of {rounds} alternating runs per cell; window 16; core tag rows: `ucx4j bench --op tag`, "
+      "round trips there = message rate / 2.")
+EOF
