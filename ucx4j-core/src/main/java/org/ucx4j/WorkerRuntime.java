@@ -305,7 +305,7 @@ final class WorkerRuntime implements UpcallTarget {
             if (n > 0 || mode == ProgressMode.THREAD_POLLING) {
                 idleSince = 0;
                 if (n == 0) {
-                    Thread.yield();
+                    spinPause();
                 }
                 continue;
             }
@@ -314,10 +314,7 @@ final class WorkerRuntime implements UpcallTarget {
                 idleSince = now;
             }
             if (now - idleSince < spinNanos) {
-                // Yield, not a busy pause: with as many spinning threads as cores (two JVMs on two
-                // cores), the thread a reply is for waited out a whole scheduler slice behind a spinner.
-                // 1 KiB ping-pong, this VM: core tag mean 78-94 -> 35-41 usec, ucx:// 174-181 -> 98-124.
-                Thread.yield();
+                spinPause();
                 continue;
             }
             idleSince = 0;
@@ -375,10 +372,7 @@ final class WorkerRuntime implements UpcallTarget {
                 idleSince = now;
             }
             if (now - idleSince < spinNanos) {
-                // Yield, not a busy pause: with as many spinning threads as cores (two JVMs on two
-                // cores), the thread a reply is for waited out a whole scheduler slice behind a spinner.
-                // 1 KiB ping-pong, this VM: core tag mean 78-94 -> 35-41 usec, ucx:// 174-181 -> 98-124.
-                Thread.yield();
+                spinPause();
                 continue;
             }
             lock.lock();
@@ -398,6 +392,17 @@ final class WorkerRuntime implements UpcallTarget {
     }
 
     /**
+     * One step of a bounded spin: {@code sched_yield}, not a busy pause. With as many spinning threads
+     * as cores (two JVMs on two cores: each has a progress thread and a waiting thread that helps), the
+     * thread a reply was for sat runnable behind a busy spinner for a scheduler slice; yielding lets it
+     * run. 1 KiB ping-pong on this VM: core tag mean 78-94 -> 35-41 usec, ucx:// 174-181 -> 98-124. A
+     * pause for the first 10 usec before yielding was tried: ucx:// means 144-191 against 119-141.
+     */
+    private static void spinPause() {
+        Thread.yield();
+    }
+
+    /**
      * A waiting thread of a threaded worker helps: for up to the spin time it progresses the worker
      * itself whenever the lock is free, so a reply that arrives quickly completes on the waiting thread
      * without two thread hand-offs. Then it wakes the progress thread (it may have slept through work
@@ -409,15 +414,16 @@ final class WorkerRuntime implements UpcallTarget {
         while (!f.isDone() && System.nanoTime() < until) {
             if (lock.tryLock()) {
                 try {
+                    if (!running || f.isDone()) {
+                        break;
+                    }
                     round();
                     progressed = true;
                 } finally {
                     lock.unlock();
                 }
-                Thread.yield();
-            } else {
-                Thread.yield();
             }
+            spinPause();
         }
         if (progressed) {
             wakeIfArmed();
