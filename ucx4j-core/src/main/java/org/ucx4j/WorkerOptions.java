@@ -13,7 +13,9 @@ import java.util.Objects;
  * @param connectTimeout how long {@link UcxWorker#connect} waits for the connection before failing
  * @param closeTimeout how long a graceful close waits for in-flight data before giving up
  * @param spin how long a {@link ProgressMode#THREAD_BLOCKING} thread keeps polling after activity before it
- *     sleeps (short spins save a wake-up on ping-pong traffic and cost nothing when idle)
+ *     sleeps, at least (short spins save a wake-up on ping-pong traffic and cost nothing when idle); the
+ *     worker lengthens it up to 16 times while spins keep catching replies and shortens it back when
+ *     they run out (zero turns spinning off)
  * @param name the progress thread's name
  * @param peerErrorHandling whether endpoints detect a failed peer ({@code UCP_ERR_HANDLING_MODE_PEER}, the
  *     default): then a dead peer fails every pending operation. UCX (1.13 and 1.22 alike) only uses
@@ -130,7 +132,8 @@ public record WorkerOptions(ProgressMode progressMode, Duration connectTimeout, 
         }
 
         /**
-         * Sets how long a blocking-mode thread spins before sleeping.
+         * Sets how long a blocking-mode thread spins before sleeping, at least (the worker adapts it up
+         * to 16 times this while spins catch replies; zero: no spin).
          *
          * @param duration zero or more
          * @return this builder
