@@ -398,13 +398,13 @@ final class WorkerRuntime implements UpcallTarget {
 
     /**
      * How long spins last now: between the configured spin and {@link #MAX_SPIN_FACTOR} times it,
-     * doubled when a spin caught what it waited for and halved when it ran out. 1 KiB ucx:// ping-pong,
-     * four alternating runs on this VM: 4,750-6,600 round trips/s adaptive, 4,200-5,280 with a fixed
-     * 500 usec spin, 2,900-3,970 with the fixed 50 usec one. A ping-pong whose
+     * doubled when a spin caught what it waited for and halved when it ran out. A ping-pong whose
      * replies take longer than the configured spin (two JVMs on two cores: 80-100 usec round trips
-     * against a 50 usec spin) otherwise never catches one and pays for two wake-ups on every
-     * message; sparse traffic shrinks it back, so a worker that gets a message now and then spins
-     * no longer than configured. Racy updates from several threads are harmless (a hint).
+     * against a 50 usec spin) otherwise never catches one and pays for two wake-ups on every message;
+     * sparse traffic shrinks it back, so a worker that gets a message now and then spins no longer than
+     * configured, and an idle one not at all. 1 KiB ucx:// ping-pong, four alternating runs on this VM:
+     * 4,750-6,600 round trips/s adaptive, 4,200-5,280 with a fixed 500 usec spin, 2,900-3,970 with the
+     * fixed 50 usec one. Racy updates from several threads are harmless: it is a hint.
      */
     private volatile long spinBudget;
     private static final int MAX_SPIN_FACTOR = 16;

@@ -97,12 +97,12 @@ final class UcxComm extends AbstractComm {
 
     /** How the pipeline ended: the cause and whether the peer closed. */
     private static final class End extends RuntimeException {
-        final transient CommException cause;
+        final transient CommException reason;
         final boolean peerClosed;
 
-        End(CommException cause, boolean peerClosed) {
+        End(CommException reason, boolean peerClosed) {
             super(null, null, false, false);
-            this.cause = cause;
+            this.reason = reason;
             this.peerClosed = peerClosed;
         }
     }
@@ -140,7 +140,7 @@ final class UcxComm extends AbstractComm {
         } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException e) {
             Throwable t = e.getCause();
             if (t instanceof End end) {
-                ended(end.cause, end.peerClosed);
+                ended(end.reason, end.peerClosed);
             } else {
                 lost(t);
             }
@@ -169,7 +169,7 @@ final class UcxComm extends AbstractComm {
         try {
             onHeader(in, info);
         } catch (End e) {
-            stop(in, e.cause, e.peerClosed);
+            stop(in, e.reason, e.peerClosed);
         } catch (CommException e) {
             stop(in, e, false);
         } catch (RuntimeException e) {
