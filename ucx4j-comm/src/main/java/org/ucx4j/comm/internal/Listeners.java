@@ -12,6 +12,11 @@ final class Listeners {
 
     private Listeners() {}
 
+    /** A listener's {@code toString()}: its address and whether it is closed. */
+    static String describe(URI listener, boolean closed) {
+        return "CommListener[" + listener + (closed ? ", closed" : "") + "]";
+    }
+
     static void runHandler(CommHandler handler, Comm comm, URI listener) {
         try {
             handler.onComm(comm);

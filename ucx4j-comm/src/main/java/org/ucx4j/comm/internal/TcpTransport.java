@@ -176,7 +176,7 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
 
         @Override
         public String toString() {
-            return "CommListener[" + uri + (closed.get() ? ", closed" : "") + "]";
+            return Listeners.describe(uri, closed.get());
         }
     }
 }

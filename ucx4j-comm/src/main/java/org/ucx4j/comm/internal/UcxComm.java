@@ -187,10 +187,13 @@ final class UcxComm extends AbstractComm {
         }
     }
 
-    /** No more messages after {@code in}: it fails with the end, and so does nothing else. */
+    /**
+     * No more messages after {@code in}: it fails with the end, and no header receive is posted again
+     * ({@link #fill} checks {@code pipelineEnded} first, so a header receive still outstanding does
+     * not matter).
+     */
     private void stop(Incoming in, CommException cause, boolean peerClosed) {
         synchronized (pipeline) {
-            headerPosted = false;
             pipelineEnded = true;
         }
         in.done.completeExceptionally(new End(cause, peerClosed));
@@ -316,11 +319,7 @@ final class UcxComm extends AbstractComm {
             if (err != null) {
                 scope.close();
                 Throwable cause = unwrap(err);
-                CommException e = cause instanceof CommProtocolException p ? p : lostError(cause);
-                synchronized (pipeline) {
-                    pipelineEnded = true;
-                }
-                in.done.completeExceptionally(new End(e, false));
+                stop(in, cause instanceof CommProtocolException p ? p : lostError(cause), false);
             } else {
                 in.done.complete(Message.received(frames, scope));
             }

@@ -153,6 +153,17 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         return e;
     }
 
+    /**
+     * The error handler of an accepted endpoint: the peer's hang-up completes {@code peerGone} (a refused
+     * handshake waits for it), and a comm made from the endpoint hears of the failure.
+     */
+    private static EndpointErrorHandler acceptedErrorHandler(AtomicReference<UcxComm> comm, CompletableFuture<Void> peerGone) {
+        return (e, err) -> {
+            peerGone.complete(null);
+            onError(comm, err);
+        };
+    }
+
     private static void onError(AtomicReference<UcxComm> comm, UcxException err) {
         UcxComm c = comm.get();
         if (c != null) {
@@ -270,10 +281,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             }
             AtomicReference<UcxComm> comm = new AtomicReference<>();
             CompletableFuture<Void> peerGone = new CompletableFuture<>();
-            UcxEndpoint ep = request.accept((e, err) -> {
-                peerGone.complete(null);
-                onError(comm, err);
-            });
+            UcxEndpoint ep = request.accept(acceptedErrorHandler(comm, peerGone));
             InetSocketAddress client = request.clientAddress();
             Thread.ofVirtual().name("ucx4j-ucx-accepted").start(() -> {
                 long myTag = UcxRuntime.nextTag();
@@ -333,12 +341,10 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
 
         /** The accept receive ended for good: free its buffer and let the runtime go. */
         private void acceptGone() {
-            if (acceptArena.scope().isAlive()) {
-                synchronized (acceptArena) {
-                    if (acceptArena.scope().isAlive()) {
-                        acceptArena.close();
-                        rt.release();
-                    }
+            synchronized (acceptArena) {
+                if (acceptArena.scope().isAlive()) {
+                    acceptArena.close();
+                    rt.release();
                 }
             }
         }
@@ -357,10 +363,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                 URI peer = workerUri(clientAddress, 0);
                 long myTag = UcxRuntime.nextTag();
                 c = Watchdog.within(options.connectTimeout(), "handshake with " + peer, () -> forceClose(ep.get()), () -> {
-                    UcxEndpoint e = worker.await(worker.connectAsync(clientAddress, (x, err) -> {
-                        peerGone.complete(null);
-                        onError(comm, err);
-                    }));
+                    UcxEndpoint e = worker.await(worker.connectAsync(clientAddress, acceptedErrorHandler(comm, peerGone)));
                     ep.set(e);
                     UcxTagChannel ch = new UcxTagChannel(e, myTag, h.tag());
                     Handshake.Result r = Handshake.listener(ch, options, myTag, peer.toString(), hello);
@@ -405,7 +408,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
 
         @Override
         public String toString() {
-            return "CommListener[" + uri + (closed.get() ? ", closed" : "") + "]";
+            return Listeners.describe(uri, closed.get());
         }
     }
 }
