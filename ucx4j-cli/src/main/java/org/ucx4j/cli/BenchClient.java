@@ -34,12 +34,17 @@ final class BenchClient {
     private final ProgressMode progress;
     private final UcxConfig config;
     private final boolean progressBar;
+    private final long warmupNanos;
 
-    BenchClient(ProgressMode progress, UcxConfig config, boolean progressBar) {
+    BenchClient(ProgressMode progress, UcxConfig config, boolean progressBar, long warmupNanos) {
         this.progress = progress;
         this.config = config;
         this.progressBar = progressBar;
+        this.warmupNanos = warmupNanos;
     }
+
+    /** What one run measured: its seconds, and for latency the samples. */
+    private record Measured(double seconds, LatencyStats latency) {}
 
     /** The data path of one run: a message path, or an endpoint and the server region's key. */
     private record Target(UcxEndpoint ep, MessagePath path, RemoteKey key) {
@@ -64,37 +69,59 @@ final class BenchClient {
             UcxEndpoint ep = session.worker().connect(host, port);
             MessagePath path = run.op().oneSided() ? null : MessagePath.of(run.op(), ep);
             MemorySegment control = arena.allocate(BenchProtocol.CONTROL_SIZE, 8);
-            MemorySegment ready = arena.allocate(BenchProtocol.MAX_READY_SIZE, 8);
-            UcxFuture<TagInfo> readied = ep.tagRecvAsync(ready, BenchProtocol.READY, BenchProtocol.ALL_BITS);
-            BenchProtocol.writeControl(control, run);
-            ep.tagSend(control, BenchProtocol.CONTROL);
-            long readyLength = session.worker().await(readied, Duration.ofSeconds(60)).length();
-            RemoteKey key = run.op().oneSided()
-                    ? ep.unpackRemoteKey(ready.asSlice(0, readyLength).toArray(ValueLayout.JAVA_BYTE)) : null;
-            Target target = new Target(ep, path, key);
-            double seconds;
-            LatencyStats latency = null;
+            if (warmupNanos > 0) {
+                // Unmeasured runs of the same shape first: see BenchSettings.DEFAULT_WARMUP_SECONDS.
+                BenchSettings small = run.forWarmUp();
+                long end = System.nanoTime() + warmupNanos;
+                do {
+                    try (ProgressBar silent = ProgressBar.start(small.total(), "warm-up", false)) {
+                        measure(ep, path, control, small, silent);
+                    }
+                } while (System.nanoTime() - end < 0);
+            }
+            Measured m;
             try (ProgressBar bar = ProgressBar.start(run.total(), run.perftestName() + " " + run.size() + " B",
                     progressBar)) {
-                if (run.mode() == BenchMode.LATENCY) {
-                    long[] samples = latency(target, run, arena, bar);
-                    latency = new LatencyStats(samples);
-                    long total = 0;
-                    for (long s : samples) {
-                        total += s;
-                    }
-                    seconds = total / 1e9;
-                } else {
-                    seconds = bandwidth(target, run, arena, bar);
-                }
-            } finally {
-                if (key != null) {
-                    key.close();
-                }
+                m = measure(ep, path, control, run, bar);
             }
             sayBye(ep, control, arena);
             ep.close();
-            return new BenchResult(run, progress, seconds, latency, Ucx.version(), transports);
+            return new BenchResult(run, progress, m.seconds(), m.latency(), Ucx.version(), transports);
+        }
+    }
+
+    /** One run on a connected endpoint: tells the server, waits for it to be ready, measures. */
+    private static Measured measure(UcxEndpoint ep, MessagePath path, MemorySegment control, BenchSettings run,
+            ProgressBar bar) {
+        try (Arena arena = Arena.ofShared()) { // the run's buffers go with it: warm-up runs repeat
+            return measure(ep, path, control, run, arena, bar);
+        }
+    }
+
+    private static Measured measure(UcxEndpoint ep, MessagePath path, MemorySegment control, BenchSettings run,
+            Arena arena, ProgressBar bar) {
+        MemorySegment ready = arena.allocate(BenchProtocol.MAX_READY_SIZE, 8);
+        UcxFuture<TagInfo> readied = ep.tagRecvAsync(ready, BenchProtocol.READY, BenchProtocol.ALL_BITS);
+        BenchProtocol.writeControl(control, run);
+        ep.tagSend(control, BenchProtocol.CONTROL);
+        long readyLength = ep.worker().await(readied, Duration.ofSeconds(60)).length();
+        RemoteKey key = run.op().oneSided()
+                ? ep.unpackRemoteKey(ready.asSlice(0, readyLength).toArray(ValueLayout.JAVA_BYTE)) : null;
+        Target target = new Target(ep, path, key);
+        try {
+            if (run.mode() == BenchMode.LATENCY) {
+                long[] samples = latency(target, run, arena, bar);
+                long total = 0;
+                for (long s : samples) {
+                    total += s;
+                }
+                return new Measured(total / 1e9, new LatencyStats(samples));
+            }
+            return new Measured(bandwidth(target, run, arena, bar), null);
+        } finally {
+            if (key != null) {
+                key.close();
+            }
         }
     }
 

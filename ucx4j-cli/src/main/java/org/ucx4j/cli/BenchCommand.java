@@ -62,6 +62,9 @@ final class BenchCommand implements Callable<Integer> {
             description = "Warm-up operations, not measured. Default as ucx_perftest: iterations/10, at most 10000.")
     private Long warmup;
 
+    @Option(names = "--warmup-time", paramLabel = "SECONDS", description = BenchSettings.WARMUP_TIME_HELP)
+    private double warmupTime = BenchSettings.DEFAULT_WARMUP_SECONDS;
+
     @Option(names = "--window", paramLabel = "N",
             description = "Bandwidth and rate: operations (--comm: message writes) in flight at once (default: 16 for "
                     + "bandwidth, 128 for rate).")
@@ -97,7 +100,7 @@ final class BenchCommand implements Callable<Integer> {
         }
         if (comm != null) {
             return new CommBench(spec.commandLine(), output.json, output.progressBar())
-                    .call(comm, commSettings(), server, port, connect, exitWithParent);
+                    .call(comm, commSettings(), warmupNanos(), server, port, connect, exitWithParent);
         }
         if (frames != null) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--frames goes with --comm (messages of several "
@@ -117,7 +120,7 @@ final class BenchCommand implements Callable<Integer> {
             return 0;
         }
         BenchSettings run = settings();
-        BenchClient client = new BenchClient(progress, config, output.progressBar());
+        BenchClient client = new BenchClient(progress, config, output.progressBar(), warmupNanos());
         BenchResult result;
         if (connect != null) {
             int colon = connect.lastIndexOf(':');
@@ -189,6 +192,15 @@ final class BenchCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(cl, e.getMessage());
         }
+    }
+
+    /** {@code --warmup-time} in nanoseconds; a usage error when negative or absurd. */
+    long warmupNanos() {
+        if (!(warmupTime >= 0 && warmupTime <= 3600)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--warmup-time must be 0..3600 seconds: "
+                    + warmupTime);
+        }
+        return (long) (warmupTime * 1e9);
     }
 
     private ProgressMode parseProgress(String text) {

@@ -96,6 +96,32 @@ record BenchSettings(BenchOp op, BenchMode mode, long size, long iterations, lon
         return warmup + iterations;
     }
 
+    /**
+     * The default of {@code --warmup-time}, in seconds. Why a warm-up time besides the warm-up count:
+     * the JIT. ucx_perftest's short warm-up (iterations/10) warms caches; a JVM also needs its hot paths
+     * compiled, which on this 2-core VM takes a second or two of traffic, the compiler threads competing
+     * for the cores. Measured: a 1 KiB ucx:// ping-pong ran 2,000-10,000 round trips/s for its first
+     * 1.1 s and 25,000 after 1.9 s, so a 5,000-iteration run with the count's warm-up alone measured
+     * mostly the compiler.
+     */
+    static final double DEFAULT_WARMUP_SECONDS = 2.0;
+
+    /** The help text of {@code --warmup-time}. */
+    static final String WARMUP_TIME_HELP = "Before the measured run, repeat short unmeasured runs of the same shape "
+            + "for this many seconds, so the JIT has compiled the paths measured (default "
+            + DEFAULT_WARMUP_SECONDS + "; 0: none).";
+
+    /**
+     * A short run of the same shape for warming up: up to 2000 round trips or 64 MiB for latency, up to
+     * 256 MiB (at least a window) for bandwidth and rate; no warm-up of its own.
+     */
+    BenchSettings forWarmUp() {
+        long bytes = Math.max(1, size);
+        long n = mode == BenchMode.LATENCY ? Math.clamp((64L << 20) / bytes, 1, 2000)
+                : Math.max(window, (256L << 20) / bytes);
+        return new BenchSettings(op, mode, size, Math.min(iterations, n), 0, window);
+    }
+
     /** The {@code ucx_perftest -t} test this run corresponds to. */
     String perftestName() {
         return op.perftestName(mode);

@@ -20,7 +20,8 @@ record CommBench(CommandLine commandLine, boolean json, boolean progressBar) {
      *
      * @return the exit code
      */
-    int call(CommKind kind, CommBenchSettings run, boolean server, int port, String connect, boolean exitWithParent) {
+    int call(CommKind kind, CommBenchSettings run, long warmupNanos, boolean server, int port, String connect,
+            boolean exitWithParent) {
         CommOptions options = CommOptions.defaults();
         if (kind.needsUcx()) {
             if (!Ucx.isAvailable()) {
@@ -40,6 +41,7 @@ record CommBench(CommandLine commandLine, boolean json, boolean progressBar) {
         try (CommPeer peer = connect == null ? CommPeer.start(kind, options) : remote(kind, connect, options);
              ProgressBar bar = ProgressBar.start(run.total(), kind.scheme() + " " + run.mode().label() + " "
                      + run.frames() + " x " + run.size() + " B", progressBar)) {
+            peer.warmUp(run, warmupNanos);
             result = peer.run(run, bar);
         }
         if (json) {

@@ -55,4 +55,16 @@ record CommBenchSettings(BenchMode mode, int frames, long size, long iterations,
     long total() {
         return warmup + iterations;
     }
+
+    /**
+     * A short run of the same shape for warming up (see {@link BenchSettings#DEFAULT_WARMUP_SECONDS}): up to
+     * 2000 round trips or 64 MiB for latency, up to 256 MiB (at least a window) for bandwidth; no
+     * warm-up of its own.
+     */
+    CommBenchSettings forWarmUp() {
+        long bytes = Math.max(1, messageBytes());
+        long n = mode == BenchMode.LATENCY ? Math.clamp((64L << 20) / bytes, 1, 2000)
+                : Math.max(window, (256L << 20) / bytes);
+        return new CommBenchSettings(mode, frames, size, Math.min(iterations, n), 0, window);
+    }
 }

@@ -58,6 +58,14 @@ final class DemoCommand implements Callable<Integer> {
         List<CommBenchResult> results = new ArrayList<>();
         Map<CommKind, CommPeer> peers = startPeers(options);
         try (ProgressBar bar = ProgressBar.start(runs, "ucx4j demo", !output.noProgressBar)) {
+            // The JIT first (BenchSettings.DEFAULT_WARMUP_SECONDS): small round trips and 1 MiB streaming,
+            // once per transport; the sizes' own warm-up counts do the rest.
+            long warm = quick ? 300_000_000L : 1_000_000_000L;
+            bar.label("warming up");
+            for (CommPeer peer : peers.values()) {
+                peer.warmUp(plan.latency(plan.sizes().getFirst()), warm);
+                peer.warmUp(plan.bandwidth(1L << 20), warm);
+            }
             int done = 0;
             for (long size : plan.sizes()) {
                 for (CommBenchSettings run : List.of(plan.latency(size), plan.bandwidth(size))) {

@@ -127,6 +127,25 @@ class BenchUnitsTest {
         assertEquals(Main.EXIT_USAGE, Main.run("bench", "--mode", "throughput"));
         assertEquals(Main.EXIT_USAGE, Main.run("bench", "--window", "0", "--mode", "rate"));
         assertEquals(Main.EXIT_USAGE, Main.run("bench", "--size", "0"));
+        assertEquals(Main.EXIT_USAGE, Main.run("bench", "--warmup-time", "-1"));
+        assertEquals(Main.EXIT_USAGE, Main.run("bench", "--warmup-time", "NaN"));
+    }
+
+    @Test
+    void warmUpRunsKeepTheShapeAndStaySmall() {
+        BenchSettings lat = new BenchSettings(BenchOp.TAG, BenchMode.LATENCY, 8, 10_000, 1000, 1).forWarmUp();
+        assertEquals(2000, lat.iterations());
+        assertEquals(0, lat.warmup());
+        assertEquals(BenchMode.LATENCY, lat.mode());
+        BenchSettings bw = new BenchSettings(BenchOp.STREAM, BenchMode.BANDWIDTH, 64L << 20, 64, 7, 16).forWarmUp();
+        assertEquals(16, bw.iterations()); // at least a window; 256 MiB would be 4
+        assertEquals(BenchOp.STREAM, bw.op());
+        assertEquals(64L << 20, bw.size());
+        BenchSettings few = new BenchSettings(BenchOp.TAG, BenchMode.LATENCY, 8, 50, 5, 1).forWarmUp();
+        assertEquals(50, few.iterations()); // never more than the run itself
+        CommBenchSettings comm = new CommBenchSettings(BenchMode.BANDWIDTH, 4, 1L << 20, 1000, 100, 16).forWarmUp();
+        assertEquals(64, comm.iterations()); // 256 MiB of 4 MiB messages
+        assertEquals(4, comm.frames());
     }
 
     private static BenchSettings parse(String... args) {

@@ -26,7 +26,8 @@ class CommBenchChildJvmTest {
     }
 
     private void latencyAndBandwidth(CommKind kind) throws Exception {
-        String lat = bench("--comm", kind.scheme(), "--frames", "3", "--size", "100", "--iters", "300", "--warmup", "30");
+        String lat = bench("--comm", kind.scheme(), "--frames", "3", "--size", "100", "--iters", "300", "--warmup", "30",
+                "--warmup-time", "0.2");
         assertEquals(kind.scheme(), string(lat, "comm"));
         assertEquals("latency", string(lat, "mode"));
         assertEquals(3, number(lat, "frames"));
@@ -39,7 +40,7 @@ class CommBenchChildJvmTest {
 
         // 1 MiB frames: several UCX fragments and TCP reads per frame; more messages than the window.
         String bw = bench("--comm", kind.scheme(), "--mode", "bandwidth", "--frames", "2", "--size", "1Mi",
-                "--iters", "40", "--window", "4");
+                "--iters", "40", "--window", "4", "--warmup-time", "0.2");
         assertEquals("bandwidth", string(bw, "mode"));
         assertEquals(2, number(bw, "frames"));
         assertEquals(1 << 20, number(bw, "size"));
