@@ -8,7 +8,7 @@
 #
 # Units: bandwidth MB/s (MB = 2^20 bytes); round trips per second (1 KiB message and its echo).
 #
-#   bench/comm-vs-tag.sh              # ~3 minutes on a 2-core VM
+#   bench/comm-vs-tag.sh              # ~4 minutes on a 2-core VM
 #   ROUNDS=3 SIZES="1Mi 64Mi" bench/comm-vs-tag.sh
 set -euo pipefail
 

@@ -18,8 +18,9 @@
 # MB/s with MB = 2^20 bytes; message rate in messages per second. Needs ucx_perftest (apt: ucx-utils)
 # and python3.
 #
-#   bench/vs-perftest.sh                                  # ~3-4 minutes on a 2-core VM
+#   bench/vs-perftest.sh                                  # ~5-7 minutes on a 2-core VM
 #   ROUNDS=3 BW_PROGRESS_MODES="thread-blocking caller" bench/vs-perftest.sh
+#   ROUNDS=5 ONLY="stream_bw get_bw" TLS=tcp bench/vs-perftest.sh   # some rows, some UCX_TLS
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
@@ -30,7 +31,7 @@ BW_SIZE=67108864
 BW_ITERS=${BW_ITERS:-10}
 RATE_SIZE=8
 RATE_ITERS=200000
-TLS_LIST=("default" "tcp")
+read -r -a TLS_LIST <<<"${TLS:-default tcp}"
 read -r -a PROGRESS <<<"${PROGRESS_MODES:-thread-blocking caller}"
 read -r -a BW_PROGRESS <<<"${BW_PROGRESS_MODES:-${PROGRESS[0]}}"
 # row id, ucx_perftest test, ucx4j op, ucx4j mode, size, iterations
@@ -43,6 +44,14 @@ ROWS=(
     "am_bw ucp_am_bw am bandwidth $BW_SIZE $BW_ITERS"
     "tag_rate tag_bw tag rate $RATE_SIZE $RATE_ITERS"
 )
+if [ -n "${ONLY:-}" ]; then   # ONLY="stream_bw get_bw": just these rows
+    KEEP=()
+    for row in "${ROWS[@]}"; do
+        for id in $ONLY; do [ "${row%% *}" = "$id" ] && KEEP+=("$row"); done
+    done
+    [ ${#KEEP[@]} -gt 0 ] || { echo "ONLY=$ONLY names no row (rows: tag_lat tag_bw stream_bw put_bw get_bw am_bw tag_rate)" >&2; exit 2; }
+    ROWS=("${KEEP[@]}")
+fi
 PORT=$((20000 + RANDOM % 10000))
 
 # ucx4j endpoints detect peer failure by default (UCP_ERR_HANDLING_MODE_PEER), and UCX then uses only
@@ -154,6 +163,8 @@ for tls in ("default", "tcp"):
             ("am_bw", "ucp_am_bw", "67108864", "bw", "am bandwidth (MB/s)"),
             ("tag_rate", "tag_bw", "8", "mr", "tag message rate (msg/s)")):
         pt = med.get((tls, row, metric, "ucx_perftest"))
+        if pt is None and not any((tls, row, metric, "ucx4j " + p) in med for p in progress):
+            continue  # not run (ONLY, TLS)
         fmt = (lambda x: f"{x:.0f}") if metric == "mr" else (lambda x: f"{x:.3f}" if metric != "bw" else f"{x:.2f}")
         cols = [tls, test, size, label, fmt(pt) if pt is not None else "-"]
         for p in progress:
