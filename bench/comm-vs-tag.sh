@@ -9,11 +9,14 @@
 # Units: bandwidth MB/s (MB = 2^20 bytes); round trips per second (1 KiB message and its echo).
 #
 #   bench/comm-vs-tag.sh              # ~4 minutes on a 2-core VM
-#   ROUNDS=3 SIZES="1Mi 64Mi" bench/comm-vs-tag.sh
+#   ROUNDS=3 SIZES="1Mi 64Mi" LAT_ITERS=10000 bench/comm-vs-tag.sh
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 ROUNDS=${ROUNDS:-2}
+# 1 KiB round trips per run: at 15,000-30,000 a second, fewer last well under a second, and this VM's
+# rate swings up to 3x between 100 ms slices (docs/BENCHMARKS.md, session 4).
+LAT_ITERS=${LAT_ITERS:-30000}
 read -r -a SIZES <<<"${SIZES:-1Mi 16Mi 64Mi}"
 UCX4J="$ROOT/bin/ucx4j"
 OUT=$(mktemp -d)
@@ -45,9 +48,9 @@ for r in $(seq 1 "$ROUNDS"); do
             [ $peh = true ] && run "tcp-$s" true --comm tcp --mode bandwidth --size "$s" --window 16
         done
         echo "round $r/$ROUNDS, peer-error-handling $peh, 1 KiB round trips" >&2
-        run "tag-$peh-rt" $peh --op tag --mode latency --size 1Ki --iters 5000
-        run "ucx-$peh-rt" $peh --comm ucx --mode latency --size 1Ki --iters 5000
-        [ $peh = true ] && run "tcp-rt" true --comm tcp --mode latency --size 1Ki --iters 5000
+        run "tag-$peh-rt" $peh --op tag --mode latency --size 1Ki --iters "$LAT_ITERS"
+        run "ucx-$peh-rt" $peh --comm ucx --mode latency --size 1Ki --iters "$LAT_ITERS"
+        [ $peh = true ] && run "tcp-rt" true --comm tcp --mode latency --size 1Ki --iters "$LAT_ITERS"
     done
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

@@ -6,7 +6,8 @@
 #   ucx4j ucx://       bin/ucx4j bench --comm ucx   (two JVMs)
 #   ucx4j tcp://       bin/ucx4j bench --comm tcp
 # all run as: --mode latency|bandwidth --frames F --size S --iters N --warmup W --json. Rows:
-#   latency, 1 frame of 1 KiB, LAT_ITERS round trips (default 10000, LAT_WARMUP=1000 first): round
+#   latency, 1 frame of 1 KiB, LAT_ITERS round trips (default 30000, LAT_WARMUP=3000 first;
+#     10,000 ucx4j round trips last 0.4 s, too short for this VM's 3x swings between 100 ms slices): round
 #     trips per second, and one-way latency p50 (half a round trip, usec)
 #   bandwidth, 1 frame of 1 MiB, 16 MiB and 64 MiB: about BW_BYTES per run (default 1 GiB: 1024, 64
 #     and 16 messages; a tenth of that, at least 2, first as warm-up), MB/s with MB = 2^20 bytes
@@ -34,8 +35,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 ROUNDS=${ROUNDS:-2}
 LAT_SIZE=1024
-LAT_ITERS=${LAT_ITERS:-10000}
-LAT_WARMUP=${LAT_WARMUP:-1000}
+LAT_ITERS=${LAT_ITERS:-30000}
+LAT_WARMUP=${LAT_WARMUP:-3000}
 BW_BYTES=${BW_BYTES:-1073741824}
 BW_SIZES=(1048576 16777216 67108864)
 UCX4J=${UCX4J:-$ROOT/bin/ucx4j}

@@ -12,7 +12,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <p>Ownership: a message you build ({@link #of}) does not own its frames' memory and {@link #close()}
  * does nothing to it. A message you {@linkplain Comm#read() read} owns the memory its frames were
- * received into (allocated by the comm's {@link FrameAllocator}); {@link #close()} frees it at once. If
+ * received into (allocated by the comm's {@link FrameAllocator}); {@link #close()} gives it back (the
+ * built-in transports free a small or medium message's memory with the other messages sharing its
+ * arena, and until then a frame used after close reads its own stale bytes, never another message's). If
  * you drop a received message without closing it, its memory is freed after the garbage collector
  * finds the message unreachable, and its frames' segments then stop working ({@link
  * IllegalStateException} on access, never a crash): keep the message reachable while you use its

@@ -2,6 +2,9 @@ package org.ucx4j.comm.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
@@ -42,9 +45,51 @@ class MessageScopesTest {
 
     @Test
     void largeMessagesGetAnArenaOfTheirOwn() {
-        Arena a = MessageScopes.forMessage(1 << 20, 1);
+        Arena a = MessageScopes.forMessage(MessageScopes.ALONE, 1);
+        Arena b = MessageScopes.forMessage(MessageScopes.ALONE, 1);
         MemorySegment s = a.allocate(1 << 20, 64);
+        assertNotSame(a.scope(), b.scope());
         a.close();
         assertFalse(s.scope().isAlive());
+        b.close();
+    }
+
+    @Test
+    void mediumMessagesShareAGroupThatClosesWithItsLastOpenMessage() {
+        MessageScopes.newGroup(); // not one a message of another test left open
+        Arena a = MessageScopes.forMessage(1 << 20, 1);
+        Arena b = MessageScopes.forMessage(1 << 20, 1);
+        MemorySegment sa = a.allocate(1 << 20, 64);
+        MemorySegment sb = b.allocate(1 << 20, 64);
+        sa.fill((byte) 1);
+        sb.fill((byte) 2);
+        assertSame(a.scope(), b.scope(), "one group");
+        a.close();
+        a.close(); // idempotent
+        assertThrows(IllegalStateException.class, () -> a.allocate(8, 8));
+        assertTrue(sa.scope().isAlive(), "b keeps the group open");
+        assertEquals((byte) 1, sa.get(ValueLayout.JAVA_BYTE, 0), "a's stale bytes are its own");
+        b.close();
+        assertFalse(sb.scope().isAlive(), "no open message left: the group closed");
+        Arena c = MessageScopes.forMessage(1 << 20, 1);
+        assertTrue(c.scope().isAlive(), "the next message starts a new group");
+        c.close();
+    }
+
+    @Test
+    void aFullGroupHandsOverToANewOne() {
+        MessageScopes.newGroup();
+        List<Arena> open = new ArrayList<>();
+        for (long bytes = 0; bytes < MessageScopes.GROUP_BYTES; bytes += 8L << 20) {
+            open.add(MessageScopes.forMessage(8L << 20, 1));
+        }
+        Arena next = MessageScopes.forMessage(8L << 20, 1);
+        assertNotSame(open.getFirst().scope(), next.scope(), "64 MiB in the first group: a second one");
+        for (Arena a : open) {
+            a.close();
+        }
+        assertFalse(open.getFirst().scope().isAlive());
+        assertTrue(next.scope().isAlive());
+        next.close();
     }
 }
