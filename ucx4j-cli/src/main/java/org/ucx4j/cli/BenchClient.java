@@ -72,6 +72,9 @@ final class BenchClient {
             if (warmupNanos > 0) {
                 // Unmeasured runs of the same shape first: see BenchSettings.DEFAULT_WARMUP_SECONDS.
                 BenchSettings small = run.forWarmUp();
+                if (progressBar) {
+                    System.err.printf(java.util.Locale.ROOT, "warming up for %.1f s (--warmup-time) ...%n", warmupNanos / 1e9);
+                }
                 long end = System.nanoTime() + warmupNanos;
                 do {
                     try (ProgressBar silent = ProgressBar.start(small.total(), "warm-up", false)) {
