@@ -13,6 +13,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.ucx4j.HostBufferPool;
 
 /** Small messages share slabs; a slab is freed once full and every message in it was closed. */
 class MessageScopesTest {
@@ -44,6 +45,28 @@ class MessageScopesTest {
     }
 
     @Test
+    void framesFromThePoolStillFillASlabSoTheirBuffersGoBack() {
+        MessageScopes.startAfresh();
+        HostBufferPool pool = HostBufferPool.create(64L << 20);
+        List<Arena> scopes = new ArrayList<>();
+        for (int i = 0; i < 40; i++) { // 64 KiB: a slab's message size, and the pool's smallest class
+            Arena a = MessageScopes.forMessage(HostBufferPool.MIN_POOLED, 1);
+            pool.allocate(HostBufferPool.MIN_POOLED, a);
+            scopes.add(a);
+        }
+        MemorySegment.Scope first = scopes.getFirst().scope();
+        assertNotSame(first, scopes.getLast().scope(), "40 x 64 KiB announced: more than one 1 MiB slab");
+        for (Arena a : scopes.subList(0, 20)) {
+            a.close();
+        }
+        assertFalse(first.isAlive(), "the first slab is full and its messages closed");
+        assertTrue(pool.retainedBytes() >= 15 * HostBufferPool.MIN_POOLED, "its buffers went back to the pool");
+        for (Arena a : scopes.subList(20, 40)) {
+            a.close();
+        }
+    }
+
+    @Test
     void largeMessagesGetAnArenaOfTheirOwn() {
         Arena a = MessageScopes.forMessage(MessageScopes.ALONE, 1);
         Arena b = MessageScopes.forMessage(MessageScopes.ALONE, 1);
@@ -56,7 +79,7 @@ class MessageScopesTest {
 
     @Test
     void mediumMessagesShareAGroupThatClosesWithItsLastOpenMessage() {
-        MessageScopes.newGroup(); // not one a message of another test left open
+        MessageScopes.startAfresh(); // not a group a message of another test left open
         Arena a = MessageScopes.forMessage(1 << 20, 1);
         Arena b = MessageScopes.forMessage(1 << 20, 1);
         MemorySegment sa = a.allocate(1 << 20, 64);
@@ -78,7 +101,7 @@ class MessageScopesTest {
 
     @Test
     void aFullGroupHandsOverToANewOne() {
-        MessageScopes.newGroup();
+        MessageScopes.startAfresh();
         List<Arena> open = new ArrayList<>();
         for (long bytes = 0; bytes < MessageScopes.GROUP_BYTES; bytes += 8L << 20) {
             open.add(MessageScopes.forMessage(8L << 20, 1));
