@@ -141,7 +141,7 @@ final class BenchCommand implements Callable<Integer> {
             }
         }
         if (output.json) {
-            System.out.println(Json.write(result.toMap()));
+            System.out.println(Json.write(BenchSettings.withWarmupTime(result.toMap(), warmupNanos())));
         } else {
             result.printTable(System.out);
         }

@@ -106,6 +106,21 @@ record BenchSettings(BenchOp op, BenchMode mode, long size, long iterations, lon
      */
     static final double DEFAULT_WARMUP_SECONDS = 2.0;
 
+    /**
+     * A result's JSON with {@code warmup_seconds} (the {@code --warmup-time} it ran with) after its
+     * {@code warmup} count.
+     */
+    static java.util.Map<String, Object> withWarmupTime(java.util.Map<String, Object> result, long warmupNanos) {
+        java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
+        result.forEach((k, v) -> {
+            m.put(k, v);
+            if (k.equals("warmup")) {
+                m.put("warmup_seconds", warmupNanos / 1e9);
+            }
+        });
+        return m;
+    }
+
     /** The help text of {@code --warmup-time}. */
     static final String WARMUP_TIME_HELP = "Before the measured run, repeat short unmeasured runs of the same shape "
             + "for this many seconds, so the JIT has compiled the paths measured (default "

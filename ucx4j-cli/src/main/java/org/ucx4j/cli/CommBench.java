@@ -48,7 +48,7 @@ record CommBench(CommandLine commandLine, boolean json, boolean progressBar) {
             result = peer.run(run, bar);
         }
         if (json) {
-            System.out.println(Json.write(result.toMap()));
+            System.out.println(Json.write(BenchSettings.withWarmupTime(result.toMap(), warmupNanos)));
         } else {
             result.printTable(System.out);
         }

@@ -41,6 +41,7 @@ class BenchChildJvmTest {
         assertEquals(op.label(), string(lat, "op"));
         assertEquals("latency", string(lat, "mode"));
         assertEquals(200, number(lat, "iterations"));
+        assertEquals(0.2, number(lat, "warmup_seconds"));
         double p50 = number(lat, "latency_us_p50");
         assertTrue(p50 > 0 && p50 <= number(lat, "latency_us_p99"), lat);
         assertTrue(number(lat, "msg_rate") > 0, lat);

@@ -33,6 +33,7 @@ class CommBenchChildJvmTest {
         assertEquals(3, number(lat, "frames"));
         assertEquals(100, number(lat, "size"));
         assertEquals(300, number(lat, "iterations"));
+        assertEquals(0.2, number(lat, "warmup_seconds"));
         assertTrue(number(lat, "round_trips_per_s") > 0, lat);
         double p50 = number(lat, "latency_us_p50");
         assertTrue(p50 > 0 && p50 <= number(lat, "latency_us_p99"), lat);
