@@ -69,19 +69,13 @@ final class BenchClient {
             UcxEndpoint ep = session.worker().connect(host, port);
             MessagePath path = run.op().oneSided() ? null : MessagePath.of(run.op(), ep);
             MemorySegment control = arena.allocate(BenchProtocol.CONTROL_SIZE, 8);
-            if (warmupNanos > 0) {
-                // Unmeasured runs of the same shape first: see BenchSettings.DEFAULT_WARMUP_SECONDS.
-                BenchSettings small = run.forWarmUp();
-                if (progressBar) {
-                    System.err.printf(java.util.Locale.ROOT, "warming up for %.1f s (--warmup-time) ...%n", warmupNanos / 1e9);
+            // Unmeasured runs of the same shape first: see BenchSettings.DEFAULT_WARMUP_SECONDS.
+            BenchSettings small = run.forWarmUp();
+            BenchSettings.warmUp(warmupNanos, progressBar, () -> {
+                try (ProgressBar silent = ProgressBar.start(small.total(), "warm-up", false)) {
+                    measure(ep, path, control, small, silent);
                 }
-                long end = System.nanoTime() + warmupNanos;
-                do {
-                    try (ProgressBar silent = ProgressBar.start(small.total(), "warm-up", false)) {
-                        measure(ep, path, control, small, silent);
-                    }
-                } while (System.nanoTime() - end < 0);
-            }
+            });
             Measured m;
             try (ProgressBar bar = ProgressBar.start(run.total(), run.perftestName() + " " + run.size() + " B",
                     progressBar)) {
@@ -93,37 +87,35 @@ final class BenchClient {
         }
     }
 
-    /** One run on a connected endpoint: tells the server, waits for it to be ready, measures. */
+    /**
+     * One run on a connected endpoint: tells the server, waits for it to be ready, measures. The run's
+     * buffers live in an arena of its own, so repeated warm-up runs do not pile them up.
+     */
     private static Measured measure(UcxEndpoint ep, MessagePath path, MemorySegment control, BenchSettings run,
             ProgressBar bar) {
-        try (Arena arena = Arena.ofShared()) { // the run's buffers go with it: warm-up runs repeat
-            return measure(ep, path, control, run, arena, bar);
-        }
-    }
-
-    private static Measured measure(UcxEndpoint ep, MessagePath path, MemorySegment control, BenchSettings run,
-            Arena arena, ProgressBar bar) {
-        MemorySegment ready = arena.allocate(BenchProtocol.MAX_READY_SIZE, 8);
-        UcxFuture<TagInfo> readied = ep.tagRecvAsync(ready, BenchProtocol.READY, BenchProtocol.ALL_BITS);
-        BenchProtocol.writeControl(control, run);
-        ep.tagSend(control, BenchProtocol.CONTROL);
-        long readyLength = ep.worker().await(readied, Duration.ofSeconds(60)).length();
-        RemoteKey key = run.op().oneSided()
-                ? ep.unpackRemoteKey(ready.asSlice(0, readyLength).toArray(ValueLayout.JAVA_BYTE)) : null;
-        Target target = new Target(ep, path, key);
-        try {
-            if (run.mode() == BenchMode.LATENCY) {
-                long[] samples = latency(target, run, arena, bar);
-                long total = 0;
-                for (long s : samples) {
-                    total += s;
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment ready = arena.allocate(BenchProtocol.MAX_READY_SIZE, 8);
+            UcxFuture<TagInfo> readied = ep.tagRecvAsync(ready, BenchProtocol.READY, BenchProtocol.ALL_BITS);
+            BenchProtocol.writeControl(control, run);
+            ep.tagSend(control, BenchProtocol.CONTROL);
+            long readyLength = ep.worker().await(readied, Duration.ofSeconds(60)).length();
+            RemoteKey key = run.op().oneSided()
+                    ? ep.unpackRemoteKey(ready.asSlice(0, readyLength).toArray(ValueLayout.JAVA_BYTE)) : null;
+            Target target = new Target(ep, path, key);
+            try {
+                if (run.mode() == BenchMode.LATENCY) {
+                    long[] samples = latency(target, run, arena, bar);
+                    long total = 0;
+                    for (long s : samples) {
+                        total += s;
+                    }
+                    return new Measured(total / 1e9, new LatencyStats(samples));
                 }
-                return new Measured(total / 1e9, new LatencyStats(samples));
-            }
-            return new Measured(bandwidth(target, run, arena, bar), null);
-        } finally {
-            if (key != null) {
-                key.close();
+                return new Measured(bandwidth(target, run, arena, bar), null);
+            } finally {
+                if (key != null) {
+                    key.close();
+                }
             }
         }
     }

@@ -107,6 +107,24 @@ record BenchSettings(BenchOp op, BenchMode mode, long size, long iterations, lon
     static final double DEFAULT_WARMUP_SECONDS = 2.0;
 
     /**
+     * Calls {@code oneRun} again and again for about {@code nanos} (at least once unless {@code nanos}
+     * is 0): the warm-up before a measured run. With {@code announce}, says so on stderr first (a pause
+     * of seconds with nothing on screen looks like a hang).
+     */
+    static void warmUp(long nanos, boolean announce, Runnable oneRun) {
+        if (nanos <= 0) {
+            return;
+        }
+        if (announce) {
+            System.err.printf(java.util.Locale.ROOT, "warming up for %.1f s (--warmup-time) ...%n", nanos / 1e9);
+        }
+        long end = System.nanoTime() + nanos;
+        do {
+            oneRun.run();
+        } while (System.nanoTime() - end < 0);
+    }
+
+    /**
      * A result's JSON with {@code warmup_seconds} (the {@code --warmup-time} it ran with) after its
      * {@code warmup} count.
      */

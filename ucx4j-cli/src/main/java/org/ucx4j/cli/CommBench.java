@@ -41,10 +41,7 @@ record CommBench(CommandLine commandLine, boolean json, boolean progressBar) {
         try (CommPeer peer = connect == null ? CommPeer.start(kind, options) : remote(kind, connect, options);
              ProgressBar bar = ProgressBar.start(run.total(), kind.scheme() + " " + run.mode().label() + " "
                      + run.frames() + " x " + run.size() + " B", progressBar)) {
-            if (progressBar && warmupNanos > 0) {
-                System.err.printf(java.util.Locale.ROOT, "warming up for %.1f s (--warmup-time) ...%n", warmupNanos / 1e9);
-            }
-            peer.warmUp(run, warmupNanos);
+            peer.warmUp(run, warmupNanos, progressBar);
             result = peer.run(run, bar);
         }
         if (json) {

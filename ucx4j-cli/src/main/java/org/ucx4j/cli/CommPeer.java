@@ -101,23 +101,20 @@ final class CommPeer implements AutoCloseable {
 
     /**
      * Runs short unmeasured runs of {@code shape}'s shape ({@link CommBenchSettings#forWarmUp}) for about
-     * {@code nanos}, at least one unless {@code nanos} is 0: the JIT compiles the paths before they are
-     * measured (see {@link BenchSettings#DEFAULT_WARMUP_SECONDS}).
+     * {@code nanos} ({@link BenchSettings#warmUp}): the JIT compiles the paths before they are measured
+     * (see {@link BenchSettings#DEFAULT_WARMUP_SECONDS}).
      *
      * @param shape the run to warm up for
      * @param nanos how long
+     * @param announce whether to say so on stderr
      */
-    void warmUp(CommBenchSettings shape, long nanos) {
-        if (nanos <= 0) {
-            return;
-        }
+    void warmUp(CommBenchSettings shape, long nanos, boolean announce) {
         CommBenchSettings small = shape.forWarmUp();
-        long end = System.nanoTime() + nanos;
-        do {
+        BenchSettings.warmUp(nanos, announce, () -> {
             try (ProgressBar silent = ProgressBar.start(small.total(), "warm-up", false)) {
                 run(small, silent);
             }
-        } while (System.nanoTime() - end < 0);
+        });
     }
 
     @Override

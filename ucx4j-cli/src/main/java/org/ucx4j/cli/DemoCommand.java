@@ -63,8 +63,8 @@ final class DemoCommand implements Callable<Integer> {
             long warm = quick ? 300_000_000L : 1_000_000_000L;
             bar.label("warming up");
             for (CommPeer peer : peers.values()) {
-                peer.warmUp(plan.latency(plan.sizes().getFirst()), warm);
-                peer.warmUp(plan.bandwidth(1L << 20), warm);
+                peer.warmUp(plan.latency(plan.sizes().getFirst()), warm, false); // the demo's bar says it
+                peer.warmUp(plan.bandwidth(1L << 20), warm, false);
             }
             int done = 0;
             for (long size : plan.sizes()) {
