@@ -1,5 +1,6 @@
 package org.ucx4j.comm;
 
+import org.ucx4j.MemoryKind;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.Objects;

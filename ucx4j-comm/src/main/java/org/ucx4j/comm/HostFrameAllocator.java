@@ -1,5 +1,6 @@
 package org.ucx4j.comm;
 
+import org.ucx4j.MemoryKind;
 import org.ucx4j.HostBufferPool;
 
 import java.lang.foreign.Arena;

@@ -21,7 +21,7 @@ import org.ucx4j.comm.CommHandler;
 import org.ucx4j.comm.CommListener;
 import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.Frame;
-import org.ucx4j.comm.MemoryKind;
+import org.ucx4j.MemoryKind;
 import org.ucx4j.comm.Message;
 
 /**

@@ -20,7 +20,7 @@ import org.ucx4j.comm.CommException;
 import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.CommProtocolException;
 import org.ucx4j.comm.Frame;
-import org.ucx4j.comm.MemoryKind;
+import org.ucx4j.MemoryKind;
 import org.ucx4j.comm.Message;
 
 /**

@@ -11,7 +11,7 @@ import java.nio.ByteOrder;
 import java.util.List;
 import org.ucx4j.comm.CommProtocolException;
 import org.ucx4j.comm.Frame;
-import org.ucx4j.comm.MemoryKind;
+import org.ucx4j.MemoryKind;
 
 /**
  * The message header of docs/WIRE.md, version 1: a 16-byte fixed part, then one 16-byte entry per
