@@ -7,4 +7,7 @@ module org.ucx4j.core {
     requires org.slf4j;
     requires org.snakeyaml.engine.v2;
     exports org.ucx4j;
+    exports org.ucx4j.spi;
+
+    uses org.ucx4j.spi.UcxExtension;
 }

@@ -9,4 +9,7 @@ module org.ucx4j.cuda {
     requires org.slf4j;
 
     exports org.ucx4j.cuda;
+
+    provides org.ucx4j.spi.UcxExtension with
+            org.ucx4j.cuda.internal.CudaUcxExtension;
 }

@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.ucx4j.internal.Extensions;
 import org.ucx4j.internal.Libc;
 import org.ucx4j.internal.Structs;
 import org.ucx4j.internal.Ucp;
@@ -464,6 +465,13 @@ public final class UcxContext implements AutoCloseable {
             UcxLibrary.require();
             Map<String, String> effective = new LinkedHashMap<>(settings.contextOptions());
             effective.putAll(options);
+            // Defaults of extensions (ucx4j-cuda: UCXX's CUDA settings) where nobody set the option.
+            Map<String, String> defaults = new LinkedHashMap<>();
+            Extensions.beforeContextInit(config).forEach((k, v) -> {
+                if (!effective.containsKey(k) && System.getenv("UCX_" + k) == null) {
+                    defaults.put(k, v);
+                }
+            });
             options.clear();
             options.putAll(effective);
             try (Arena arena = Arena.ofConfined()) {
@@ -477,6 +485,13 @@ public final class UcxContext implements AutoCloseable {
                         MemorySegment v = arena.allocateFrom(e.getValue());
                         int s = callInt(() -> (byte) Ucp.config_modify.invokeExact(config, k, v));
                         check(s, "ucp_config_modify", "UCX option UCX_" + e.getKey() + "='" + e.getValue() + "'");
+                    }
+                    for (Map.Entry<String, String> e : defaults.entrySet()) {
+                        MemorySegment k = arena.allocateFrom(e.getKey());
+                        MemorySegment v = arena.allocateFrom(e.getValue());
+                        if (callInt(() -> (byte) Ucp.config_modify.invokeExact(config, k, v)) == 0) {
+                            options.put(e.getKey(), e.getValue()); // an option older UCX lacks is skipped
+                        }
                     }
                     MemorySegment params = arena.allocate(Structs.UCP_PARAMS);
                     long features = 0;

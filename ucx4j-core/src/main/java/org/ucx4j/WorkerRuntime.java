@@ -20,6 +20,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.ucx4j.internal.Libc;
+import org.ucx4j.internal.Extensions;
 import org.ucx4j.internal.Structs;
 import org.ucx4j.internal.Ucp;
 import org.ucx4j.internal.UpcallTarget;
@@ -291,6 +292,7 @@ final class WorkerRuntime implements UpcallTarget {
     }
 
     private void loop() {
+        Extensions.onProgressThreadStart();
         long idleSince = 0;
         while (running) {
             int n;
