@@ -49,9 +49,19 @@ final class ActiveMessages {
     private final Map<Integer, AmHandler> handlers = new HashMap<>();
     private final Map<Long, UcxEndpoint> endpointsByHandle = new HashMap<>();
     private volatile AmAllocator allocator = AmAllocator.host();
+    private final java.util.Map<MemoryKind, AmAllocator> kindAllocators =
+            new java.util.concurrent.ConcurrentHashMap<>(java.util.Map.of(MemoryKind.HOST, AmAllocator.host()));
 
     ActiveMessages(WorkerRuntime rt) {
         this.rt = rt;
+    }
+
+    void allocator(MemoryKind kind, AmAllocator a) {
+        Objects.requireNonNull(a, "allocator");
+        if (a.kind() != kind) {
+            throw new IllegalArgumentException("an allocator of " + a.kind() + " memory registered for " + kind);
+        }
+        kindAllocators.put(kind, a);
     }
 
     void allocator(AmAllocator a) {
@@ -103,8 +113,17 @@ final class ActiveMessages {
                 : NativeLinker.view(header, headerLength).toArray(JAVA_BYTE);
         UcxFuture<MemorySegment> body = new UcxFuture<>();
         MemorySegment dst;
+        AmAllocator chosen = allocator;
         try {
-            dst = allocator.allocate(id, hdr.length == 0 ? hdr : hdr.clone(), length);
+            if (id == SIMPLE_ID && hdr.length == 1) {
+                // The simple channel's one-byte header names the body's memory kind (absent: host).
+                MemoryKind kind = MemoryKind.fromWireCode(hdr[0] & 0xff);
+                chosen = kindAllocators.get(kind);
+                if (chosen == null) {
+                    throw new IllegalStateException("no active-message allocator for " + kind + " memory registered");
+                }
+            }
+            dst = chosen.allocate(id, hdr.length == 0 ? hdr : hdr.clone(), length);
             if (!dst.isNative() || dst.byteSize() < length) {
                 throw new IllegalStateException("the allocator returned " + dst + " for " + length + " bytes");
             }
@@ -121,7 +140,7 @@ final class ActiveMessages {
             status = UCS_INPROGRESS;
         } else {
             if (length > 0) {
-                MemorySegment.copy(NativeLinker.view(data, length), 0, dst, 0, length);
+                chosen.copyEager(dst.asSlice(0, length), NativeLinker.view(data, length));
             }
             body.complete(dst.asSlice(0, length));
             status = UCS_OK;

@@ -309,6 +309,24 @@ public final class UcxEndpoint implements AutoCloseable {
         return startAmSend(ActiveMessages.SIMPLE_ID, MemorySegment.NULL, body, null, AmSendMode.AUTO);
     }
 
+    /**
+     * Sends {@code body}, memory of the given kind, on this endpoint's simple active-message channel: the
+     * peer's worker receives it into memory from its allocator for that kind
+     * ({@link UcxWorker#setAmAllocator(MemoryKind, AmAllocator)}), as UCXX's {@code am_send} of a CUDA
+     * buffer. A one-byte header carries the kind; host bodies carry none.
+     *
+     * @param body the bytes (device memory for {@link MemoryKind#CUDA})
+     * @param kind the kind of {@code body}'s memory
+     * @return completes when the body may be reused
+     */
+    public UcxFuture<Void> amSendAsync(MemorySegment body, MemoryKind kind) {
+        if (kind == MemoryKind.HOST) {
+            return amSendAsync(body);
+        }
+        MemorySegment header = MemorySegment.ofArray(new byte[] {(byte) kind.wireCode()});
+        return startAmSend(ActiveMessages.SIMPLE_ID, header, body, null, AmSendMode.AUTO);
+    }
+
     /** Blocking twin of {@link #amSendAsync(MemorySegment)}. */
     public void amSend(MemorySegment body) {
         rt.call(() -> amSendAsync(body), "amSend");

@@ -133,6 +133,21 @@ public final class UcxWorker implements AutoCloseable {
     }
 
     /**
+     * Sets the allocator for simple-channel active messages sent as memory of one kind
+     * ({@link UcxEndpoint#amSendAsync(MemorySegment, MemoryKind)}): with a device allocator, a body sent
+     * from GPU memory lands in GPU memory on this side, without a host bounce when UCX sends it by
+     * rendezvous (bodies below UCX's rendezvous threshold arrive in host memory and are copied in by
+     * {@link AmAllocator#copyEager}). Host bodies use {@link AmAllocator#host()} unless replaced here.
+     *
+     * @param kind the memory kind the sender names
+     * @param allocator an allocator whose {@link AmAllocator#kind()} is {@code kind}, called on the progress thread
+     * @throws IllegalArgumentException when the allocator's kind differs
+     */
+    public void setAmAllocator(MemoryKind kind, AmAllocator allocator) {
+        activeMessages.allocator(kind, allocator);
+    }
+
+    /**
      * The largest user header an active message may carry on this worker ({@code max_am_header}).
      *
      * @return bytes; 0 when the context has no {@link Feature#AM}

@@ -15,15 +15,19 @@ final class HostFrameAllocator implements FrameAllocator {
     @Override
     public MemorySegment allocate(MemoryKind kind, long byteSize, Arena messageScope) {
         if (kind != MemoryKind.HOST) {
-            throw new UnsupportedOperationException("the peer sent a " + kind + " frame but this comm's allocator"
-                    + " only has host memory: pass a FrameAllocator for " + kind + " (ucx4j-cuda provides one)"
-                    + " in CommOptions");
+            throw noKind(kind);
         }
         if (byteSize >= HostBufferPool.MIN_POOLED) {
             // Large frames reuse warm buffers: fresh memory costs more than receiving into it.
             return HostBufferPool.shared().allocate(byteSize, messageScope);
         }
         return messageScope.allocate(byteSize, 64);
+    }
+
+    static UnsupportedOperationException noKind(MemoryKind kind) {
+        return new UnsupportedOperationException("a " + kind + " frame, but this comm's allocator only has host"
+                + " memory: pass FrameAllocator.host().with(<a " + kind + " MemoryProvider, e.g. ucx4j-cuda's"
+                + " GpuMemoryPool>) in CommOptions");
     }
 
     @Override

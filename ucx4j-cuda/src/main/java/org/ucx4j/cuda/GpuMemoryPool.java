@@ -11,6 +11,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import org.ucx4j.MemoryKind;
+import org.ucx4j.MemoryProvider;
 import org.ucx4j.UcxConfig;
 import org.ucx4j.cuda.internal.CudaDriver;
 
@@ -33,12 +35,14 @@ import org.ucx4j.cuda.internal.CudaDriver;
  * stay reserved until {@link #releaseUnused()} or {@link #close()}.
  *
  * <p>Ownership: the pool owns its slabs; each {@link DeviceMemory} it hands out is owned by the caller
- * and returns to the pool when closed. Closing the pool closes every allocation still out (their
+ * and returns to the pool when closed; memory from {@link #allocate(long, Arena)} returns when its arena
+ * closes (the pool is also a {@link MemoryProvider}: {@code AmAllocator.of(pool)} receives active messages
+ * into it, ucx4j-comm's {@code FrameAllocator.host().with(pool)} receives CUDA frames into it). Closing the pool closes every allocation still out (their
  * segments then fail with "already closed") and frees the slabs.
  *
  * <p>Threading: safe from any thread (one lock; allocation is a best-fit search over the free ranges).
  */
-public final class GpuMemoryPool implements AutoCloseable {
+public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
     /** Alignment of every allocation, in bytes. */
     public static final long ALIGNMENT = 256;
     /** The slab size when no initial size is given: 256 MiB. */
@@ -118,51 +122,104 @@ public final class GpuMemoryPool implements AutoCloseable {
      * @throws IllegalStateException when the pool is closed
      */
     public DeviceMemory allocate(long bytes) {
-        if (bytes < 0) {
-            throw new IllegalArgumentException("negative size " + bytes);
-        }
         if (bytes == 0) {
             return new DeviceMemory(device, 0, 0, null);
         }
-        long size = roundUp(bytes, ALIGNMENT);
         synchronized (this) {
-            if (closed) {
-                throw new IllegalStateException("GPU memory pool already closed");
-            }
-            Slab best = null;
-            long bestOffset = -1;
-            long bestLength = Long.MAX_VALUE;
-            for (Slab s : slabs) {
-                for (Map.Entry<Long, Long> e : s.free.entrySet()) {
-                    if (e.getValue() >= size && e.getValue() < bestLength) {
-                        best = s;
-                        bestOffset = e.getKey();
-                        bestLength = e.getValue();
-                    }
-                }
-            }
-            if (best == null) {
-                long grow = Math.max(slabSize, roundUp(size, SLAB_GRANULE));
-                long room = maximumSize - reserved;
-                if (room < size) {
-                    throw exhausted(bytes);
-                }
-                best = addSlab(Math.min(grow, room));
-                bestOffset = 0;
-                bestLength = best.size;
-            }
-            best.free.remove(bestOffset);
-            if (bestLength > size) {
-                best.free.put(bestOffset + size, bestLength - size);
-            }
-            used += size;
-            best.allocations++;
-            Slab owner = best;
-            long offset = bestOffset;
-            DeviceMemory m = new DeviceMemory(device, best.base + offset, size, mem -> release(owner, offset, size, mem));
+            Range r = take(bytes);
+            DeviceMemory m = new DeviceMemory(device, r.slab.base + r.offset, r.size, mem -> release(r, mem));
             outstanding.add(m);
             return m;
         }
+    }
+
+    /**
+     * Allocates from the pool memory that returns to it when {@code scope} closes (for an automatic arena:
+     * when the segment becomes unreachable). Closing the pool first invalidates nothing here: the caller
+     * must close the scope before the pool.
+     *
+     * @param byteSize the size
+     * @param scope the arena the memory lives in
+     * @return a device segment of exactly {@code byteSize} bytes
+     * @throws CudaException when the pool is exhausted
+     */
+    @Override
+    public MemorySegment allocate(long byteSize, Arena scope) {
+        if (byteSize == 0) {
+            return MemorySegment.NULL.reinterpret(0, scope, null);
+        }
+        Range r;
+        synchronized (this) {
+            r = take(byteSize);
+        }
+        try {
+            return MemorySegment.ofAddress(r.slab.base + r.offset).reinterpret(byteSize, scope, seg -> release(r, null));
+        } catch (RuntimeException e) {
+            release(r, null);
+            throw e;
+        }
+    }
+
+    /**
+     * The kind of memory this pool holds.
+     *
+     * @return {@link MemoryKind#CUDA}
+     */
+    @Override
+    public MemoryKind kind() {
+        return MemoryKind.CUDA;
+    }
+
+    /**
+     * Copies between this pool's memory and host memory, or within device memory (see
+     * {@link Cuda#copy(MemorySegment, MemorySegment)}).
+     *
+     * @param dst where to copy to
+     * @param src what to copy
+     */
+    @Override
+    public void copy(MemorySegment dst, MemorySegment src) {
+        Cuda.copy(dst, src);
+    }
+
+    /** Lock held: a best-fit free range, growing the pool by a slab when none fits. */
+    private Range take(long bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("negative size " + bytes);
+        }
+        if (closed) {
+            throw new IllegalStateException("GPU memory pool already closed");
+        }
+        long size = roundUp(bytes, ALIGNMENT);
+        Slab best = null;
+        long bestOffset = -1;
+        long bestLength = Long.MAX_VALUE;
+        for (Slab s : slabs) {
+            for (Map.Entry<Long, Long> e : s.free.entrySet()) {
+                if (e.getValue() >= size && e.getValue() < bestLength) {
+                    best = s;
+                    bestOffset = e.getKey();
+                    bestLength = e.getValue();
+                }
+            }
+        }
+        if (best == null) {
+            long grow = Math.max(slabSize, roundUp(size, SLAB_GRANULE));
+            long room = maximumSize - reserved;
+            if (room < size) {
+                throw exhausted(bytes);
+            }
+            best = addSlab(Math.min(grow, room));
+            bestOffset = 0;
+            bestLength = best.size;
+        }
+        best.free.remove(bestOffset);
+        if (bestLength > size) {
+            best.free.put(bestOffset + size, bestLength - size);
+        }
+        used += size;
+        best.allocations++;
+        return new Range(best, bestOffset, size);
     }
 
     private CudaException exhausted(long bytes) {
@@ -196,23 +253,27 @@ public final class GpuMemoryPool implements AutoCloseable {
         }
     }
 
-    private synchronized void release(Slab slab, long offset, long size, DeviceMemory m) {
-        if (!outstanding.remove(m)) {
-            return; // the pool closed and freed the slab already
+    private synchronized void release(Range r, DeviceMemory m) {
+        if (m != null && !outstanding.remove(m)) {
+            return;
         }
-        used -= size;
+        if (closed && slabs.isEmpty()) {
+            return; // the pool is gone, and its slabs with it
+        }
+        Slab slab = r.slab;
+        used -= r.size;
         slab.allocations--;
-        long start = offset;
-        long length = size;
+        long start = r.offset;
+        long length = r.size;
         Map.Entry<Long, Long> before = slab.free.floorEntry(start);
         if (before != null && before.getKey() + before.getValue() == start) {
             start = before.getKey();
             length += before.getValue();
             slab.free.remove(before.getKey());
         }
-        Long afterLength = slab.free.get(offset + size);
+        Long afterLength = slab.free.get(r.offset + r.size);
         if (afterLength != null) {
-            slab.free.remove(offset + size);
+            slab.free.remove(r.offset + r.size);
             length += afterLength;
         }
         slab.free.put(start, length);
@@ -310,6 +371,8 @@ public final class GpuMemoryPool implements AutoCloseable {
     private static long roundUp(long v, long granule) {
         return (v + granule - 1) / granule * granule;
     }
+
+    private record Range(Slab slab, long offset, long size) {}
 
     private static final class Slab {
         final long base;

@@ -221,12 +221,13 @@ public final class InprocTransport implements org.ucx4j.comm.spi.Transport {
             try {
                 for (int i = 0; i < message.frameCount(); i++) {
                     Frame f = message.frame(i);
-                    if (f.kind() != MemoryKind.HOST) {
-                        throw new CommException("frame " + i + " is " + f.kind() + " memory; inproc:// copies host frames only");
+                    MemorySegment dst = p.options.allocator().allocate(f.kind(), f.size(), scope);
+                    if (f.kind() == MemoryKind.HOST) {
+                        MemorySegment.copy(f.segment(), 0, dst, 0, f.size());
+                    } else {
+                        p.options.allocator().copy(f.kind(), dst, f.segment()); // device to device
                     }
-                    MemorySegment dst = p.options.allocator().allocate(MemoryKind.HOST, f.size(), scope);
-                    MemorySegment.copy(f.segment(), 0, dst, 0, f.size());
-                    copies.add(new Frame(dst, MemoryKind.HOST));
+                    copies.add(new Frame(dst, f.kind()));
                 }
             } catch (RuntimeException e) {
                 scope.close();

@@ -116,12 +116,19 @@ final class TcpComm extends AbstractComm {
         List<Frame> frames = new ArrayList<>(h.frameCount());
         try {
             for (int i = 0; i < h.frameCount(); i++) {
-                if (t.kinds()[i] != MemoryKind.HOST) {
-                    throw new CommProtocolException("frame " + i + " is " + t.kinds()[i] + " memory; tcp:// carries host frames only");
+                MemoryKind kind = t.kinds()[i];
+                MemorySegment seg = options.allocator().allocate(kind, t.sizes()[i], scope);
+                if (kind == MemoryKind.HOST) {
+                    readFully(seg);
+                } else {
+                    // Device frames: the socket fills host memory, then the allocator copies it over.
+                    try (Arena staging = Arena.ofConfined()) {
+                        MemorySegment host = staging.allocate(Math.max(1, t.sizes()[i]), 64).asSlice(0, t.sizes()[i]);
+                        readFully(host);
+                        options.allocator().copy(kind, seg, host);
+                    }
                 }
-                MemorySegment seg = options.allocator().allocate(MemoryKind.HOST, t.sizes()[i], scope);
-                readFully(seg);
-                frames.add(new Frame(seg, MemoryKind.HOST));
+                frames.add(new Frame(seg, kind));
             }
         } catch (IOException | RuntimeException e) {
             scope.close();
@@ -185,13 +192,20 @@ final class TcpComm extends AbstractComm {
         WireFormat.writeTable(hs, WireFormat.HEADER_BYTES, frames);
         List<ByteBuffer> buffers = new ArrayList<>(frames.size() + 1);
         buffers.add(head);
+        Arena staging = null;
         for (int i = 0; i < frames.size(); i++) {
             Frame f = frames.get(i);
-            if (f.kind() != MemoryKind.HOST) {
-                throw new CommException("frame " + i + " is " + f.kind() + " memory; tcp:// carries host frames only"
-                        + " (use ucx:// for device memory)");
-            }
             MemorySegment s = f.segment();
+            if (f.kind() != MemoryKind.HOST) {
+                // Device frames go out through host memory (owned by the message's send; an automatic arena
+                // frees it once the socket is done with the buffers).
+                if (staging == null) {
+                    staging = Arena.ofAuto();
+                }
+                MemorySegment host = staging.allocate(Math.max(1, f.size()), 64).asSlice(0, f.size());
+                options.allocator().copy(f.kind(), host, s);
+                s = host;
+            }
             long slice = s.isNative() ? NATIVE_SLICE : HEAP_SLICE;
             for (long off = 0; off < s.byteSize(); off += slice) {
                 buffers.add(s.asSlice(off, Math.min(slice, s.byteSize() - off)).asByteBuffer());

@@ -342,7 +342,8 @@ final class UcxComm extends AbstractComm {
         long payload = message.byteSize();
         boolean allHost = frames.stream().allMatch(f -> f.kind() == MemoryKind.HOST);
         boolean inline = allHost && tableEnd + payload <= INLINE_LIMIT;
-        boolean multi = !inline && options.multiBuffer();
+        // UCX's iov datatype wants one memory type for all its parts: mixed messages go frame by frame.
+        boolean multi = !inline && options.multiBuffer() && allHost;
         int flags = inline ? WireFormat.FLAG_INLINE : multi ? WireFormat.FLAG_MULTI_BUFFER : 0;
         boolean tableApart = !inline && tableEnd > INLINE_LIMIT;
         // Heap memory: UCX needs native memory, and the endpoint copies heap segments itself.
