@@ -8,6 +8,7 @@
 module org.ucx4j.cli {
     requires org.ucx4j.core;
     requires org.ucx4j.comm;
+    requires org.ucx4j.cuda;
     requires info.picocli;
     requires org.slf4j;
 

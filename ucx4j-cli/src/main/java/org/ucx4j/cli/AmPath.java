@@ -2,6 +2,7 @@ package org.ucx4j.cli;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import org.ucx4j.MemoryKind;
 import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
 import org.ucx4j.AmAllocator;
@@ -88,7 +89,17 @@ final class AmPath implements MessagePath, AmAllocator, AmHandler {
             }
         }
         current = null;
-        return Arena.ofAuto().allocate(Math.max(size, 1), 64).asSlice(0, size);
+        return BenchMemory.current().allocate(Arena.ofAuto(), size);
+    }
+
+    @Override
+    public MemoryKind kind() {
+        return BenchMemory.current().kind();
+    }
+
+    @Override
+    public void copyEager(MemorySegment dst, MemorySegment eagerData) {
+        BenchMemory.current().copy(dst, eagerData);
     }
 
     @Override
@@ -125,7 +136,7 @@ final class AmPath implements MessagePath, AmAllocator, AmHandler {
                 return;
             }
             if (body.address() != target.buffer().address()) {
-                MemorySegment.copy(body, 0, target.buffer(), 0, body.byteSize());
+                BenchMemory.current().copy(target.buffer(), body);
             }
             target.received().complete(body.byteSize());
         });

@@ -138,15 +138,16 @@ final class BenchClient {
      */
     private static long[] latency(Target t, BenchSettings run, Arena arena, ProgressBar bar) {
         UcxWorker worker = t.worker();
-        MemorySegment send = arena.allocate(run.size(), 64);
-        MemorySegment recv = arena.allocate(run.size(), 64);
+        BenchMemory memory = BenchMemory.current();
+        MemorySegment send = memory.allocate(arena, run.size());
+        MemorySegment recv = memory.allocate(arena, run.size());
         long[] samples = new long[Math.toIntExact(run.iterations())];
         long total = run.total();
         for (long i = 0; i < total; i++) {
             boolean verify = i == 0 || i == total - 1;
             if (verify) {
-                BenchProtocol.fill(send, i + 1);
-                recv.fill((byte) 0);
+                memory.fill(send, i + 1);
+                memory.zero(recv);
             }
             long t0 = System.nanoTime();
             switch (run.op()) {
@@ -173,8 +174,8 @@ final class BenchClient {
             if (verify) {
                 switch (run.op()) {
                     case PUT -> { } // checked by the server at the end
-                    case GET -> BenchProtocol.verify(recv, BenchServer.GET_SEED, "get " + i);
-                    default -> BenchProtocol.verify(recv, i + 1, "pong of round trip " + i);
+                    case GET -> memory.verify(recv, BenchServer.GET_SEED, "get " + i);
+                    default -> memory.verify(recv, i + 1, "pong of round trip " + i);
                 }
             }
             bar.step();
@@ -189,10 +190,11 @@ final class BenchClient {
 
     /** Warm-up phase, then the measured phase; returns the measured phase's seconds. */
     private static double bandwidth(Target t, BenchSettings run, Arena arena, ProgressBar bar) {
-        Buffers buffers = Buffers.allocate(arena, run.size());
+        BenchMemory memory = BenchMemory.current();
+        Buffers buffers = Buffers.allocate(memory, arena, run.size());
         if (run.op() != BenchOp.GET) {
-            BenchProtocol.fill(buffers.first(), Buffers.FIRST_SEED);
-            BenchProtocol.fill(buffers.last(), Buffers.LAST_SEED);
+            memory.fill(buffers.first(), Buffers.FIRST_SEED);
+            memory.fill(buffers.last(), Buffers.LAST_SEED);
         }
         MemorySegment ack = arena.allocate(1);
         boolean verifyFirstInWarmup = run.warmup() > 0;
@@ -223,8 +225,8 @@ final class BenchClient {
             acked = t.ep().tagRecvAsync(ack, BenchProtocol.ACK, BenchProtocol.ALL_BITS);
         }
         if (op == BenchOp.GET) {
-            buffers.first().fill((byte) 0);
-            buffers.last().fill((byte) 0);
+            BenchMemory.current().zero(buffers.first());
+            BenchMemory.current().zero(buffers.last());
         }
         boolean warmup = "warm-up".equals(what);
         ArrayDeque<CompletableFuture<?>> inflight = new ArrayDeque<>();
@@ -261,10 +263,10 @@ final class BenchClient {
             case GET -> {
                 long end = System.nanoTime();
                 if (verifyFirst) {
-                    BenchProtocol.verify(buffers.first(), BenchServer.GET_SEED, "first get of the " + what + " phase");
+                    BenchMemory.current().verify(buffers.first(), BenchServer.GET_SEED, "first get of the " + what + " phase");
                 }
                 if (verifyLast) {
-                    BenchProtocol.verify(buffers.last(), BenchServer.GET_SEED, "last get of the " + what + " phase");
+                    BenchMemory.current().verify(buffers.last(), BenchServer.GET_SEED, "last get of the " + what + " phase");
                 }
                 endOneSidedPhase(t, arena, 0, what);
                 return end;

@@ -10,6 +10,8 @@ import org.ucx4j.UcxConfig;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import org.ucx4j.MemoryKind;
+import org.ucx4j.cuda.Cuda;
 
 /**
  * {@code ucx4j bench}: latency, bandwidth or message rate of one operation (tag, stream, active message,
@@ -87,6 +89,19 @@ final class BenchCommand implements Callable<Integer> {
     @CommandLine.Mixin
     private OutputOptions output = new OutputOptions();
 
+    @Option(names = "--memory", paramLabel = "host|cuda", defaultValue = "host",
+            description = "Where both sides' buffers live (default: host). cuda: GPU memory from a pool on --gpu "
+                    + "(the server on --peer-gpu); UCX moves it with cuda_copy/cuda_ipc.")
+    private String memory;
+
+    @Option(names = "--gpu", paramLabel = "N", defaultValue = "0",
+            description = "With --memory cuda: this process's GPU (CUDA ordinal; default 0).")
+    private int gpu;
+
+    @Option(names = "--peer-gpu", paramLabel = "N",
+            description = "With --memory cuda: the GPU of the server this command starts (default: --gpu).")
+    private Integer peerGpu;
+
     @Option(names = "--exit-with-parent", hidden = true, description = "Server: exit when the parent process exits.")
     private boolean exitWithParent;
 
@@ -98,6 +113,20 @@ final class BenchCommand implements Callable<Integer> {
         if (server && connect != null) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--server and --connect exclude each other");
         }
+        MemoryKind kind = switch (memory.trim().toLowerCase(java.util.Locale.ROOT)) {
+            case "host" -> MemoryKind.HOST;
+            case "cuda" -> MemoryKind.CUDA;
+            default -> throw new CommandLine.ParameterException(spec.commandLine(),
+                    "--memory is host or cuda, not '" + memory + "'");
+        };
+        if (kind == MemoryKind.CUDA && !Cuda.isAvailable()) {
+            System.err.println("--memory cuda: " + Cuda.unavailabilityReason().orElse("CUDA is not available"));
+            return Main.EXIT_UCX_UNAVAILABLE;
+        }
+        if (gpu < 0 || (peerGpu != null && peerGpu < 0)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--gpu and --peer-gpu are CUDA ordinals (0 or more)");
+        }
+        BenchMemory.use(kind, gpu, peerGpu == null ? gpu : peerGpu);
         if (comm != null) {
             return new CommBench(spec.commandLine(), output.json, output.progressBar())
                     .call(comm, commSettings(), warmupNanos(), server, port, connect, exitWithParent);

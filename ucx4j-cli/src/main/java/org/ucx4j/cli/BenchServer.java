@@ -114,9 +114,9 @@ final class BenchServer {
         ep.tagSend(ack.asSlice(0, 1), BenchProtocol.READY);
         try (Arena arena = Arena.ofShared()) {
             if (run.mode() == BenchMode.LATENCY) {
-                echo(ep.worker(), path, run, arena.allocate(run.size(), 64));
+                echo(ep.worker(), path, run, BenchMemory.current().allocate(arena, run.size()));
             } else {
-                Buffers buffers = Buffers.allocate(arena, run.size());
+                Buffers buffers = Buffers.allocate(BenchMemory.current(), arena, run.size());
                 boolean verifyFirstInWarmup = run.warmup() > 0;
                 if (run.warmup() > 0) {
                     receive(ep, path, run, buffers, ack, run.warmup(), true, false);
@@ -141,11 +141,12 @@ final class BenchServer {
     private static void receive(UcxEndpoint ep, MessagePath path, BenchSettings run, Buffers buffers, MemorySegment ack,
                                 long n, boolean verifyFirst, boolean verifyLast) {
         UcxWorker worker = ep.worker();
+        BenchMemory memory = BenchMemory.current();
         if (verifyFirst) {
-            buffers.first().fill((byte) 0);
+            memory.zero(buffers.first());
         }
         if (verifyLast) {
-            buffers.last().fill((byte) 0);
+            memory.zero(buffers.last());
         }
         ArrayDeque<CompletableFuture<Long>> inflight = new ArrayDeque<>();
         for (long k = 0; k < n; k++) {
@@ -158,8 +159,8 @@ final class BenchServer {
         while (!inflight.isEmpty()) {
             checkLength(worker.await(inflight.poll()), run);
         }
-        boolean intact = (!verifyFirst || BenchProtocol.matches(buffers.first(), Buffers.FIRST_SEED))
-                && (!verifyLast || BenchProtocol.matches(buffers.last(), Buffers.LAST_SEED));
+        boolean intact = (!verifyFirst || memory.matches(buffers.first(), Buffers.FIRST_SEED))
+                && (!verifyLast || memory.matches(buffers.last(), Buffers.LAST_SEED));
         sendAck(ep, ack, intact);
     }
 
@@ -177,14 +178,16 @@ final class BenchServer {
      * emulate RMA with messages (tcp) need.
      */
     private static void serveRegion(UcxEndpoint ep, UcxSession session, BenchSettings run, MemorySegment ack) {
-        try (MemoryRegion region = session.context().allocateMemory(run.size());
+        BenchMemory mem = BenchMemory.current();
+        try (Arena regionArena = Arena.ofShared();
+             MemoryRegion region = mem.region(session.context(), regionArena, run.size());
              Arena arena = Arena.ofConfined()) {
             // UCX may allocate more than asked (a page at least): use the run's bytes only.
             MemorySegment memory = region.segment().asSlice(0, run.size());
             if (run.op() == BenchOp.GET) {
-                BenchProtocol.fill(memory, GET_SEED);
+                mem.fill(memory, GET_SEED);
             } else {
-                memory.fill((byte) 0);
+                mem.zero(memory);
             }
             ep.tagSend(region.packRemoteKey(), BenchProtocol.READY);
             MemorySegment seed = arena.allocate(8, 8);
@@ -194,10 +197,10 @@ final class BenchServer {
                     throw new IllegalStateException("phase end of " + info.length() + " bytes, expected 8");
                 }
                 long expected = BenchProtocol.readSeed(seed);
-                boolean intact = expected == 0 || BenchProtocol.matches(memory, expected);
+                boolean intact = expected == 0 || mem.matches(memory, expected);
                 if (!intact) {
                     System.err.println("the region does not hold pattern " + expected + ": "
-                            + BenchProtocol.describeMismatch(memory, expected));
+                            + mem.describeMismatch(memory, expected));
                 }
                 sendAck(ep, ack, intact);
             }

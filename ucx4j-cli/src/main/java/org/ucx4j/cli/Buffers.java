@@ -16,9 +16,9 @@ record Buffers(MemorySegment first, MemorySegment last, MemorySegment bulk) {
     static final long FIRST_SEED = 1;
     static final long LAST_SEED = 2;
 
-    /** Page-aligned native buffers of {@code size} bytes from {@code arena} (which owns them). */
-    static Buffers allocate(Arena arena, long size) {
-        return new Buffers(arena.allocate(size, 4096), arena.allocate(size, 4096), arena.allocate(size, 4096));
+    /** Buffers of {@code size} bytes in the benchmark's memory, owned by {@code arena}. */
+    static Buffers allocate(BenchMemory memory, Arena arena, long size) {
+        return new Buffers(memory.allocate(arena, size), memory.allocate(arena, size), memory.allocate(arena, size));
     }
 
     /** The buffer of a slot. */

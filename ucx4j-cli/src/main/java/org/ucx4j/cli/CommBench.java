@@ -3,6 +3,7 @@ package org.ucx4j.cli;
 import org.ucx4j.ProgressMode;
 import org.ucx4j.Ucx;
 import org.ucx4j.comm.CommOptions;
+import org.ucx4j.comm.FrameAllocator;
 import picocli.CommandLine;
 
 /**
@@ -23,6 +24,9 @@ record CommBench(CommandLine commandLine, boolean json, boolean progressBar) {
     int call(CommKind kind, CommBenchSettings run, long warmupNanos, boolean server, int port, String connect,
             boolean exitWithParent) {
         CommOptions options = CommOptions.defaults();
+        if (BenchMemory.current().pool() != null) {
+            options = CommOptions.builder().allocator(FrameAllocator.host().with(BenchMemory.current().pool())).build();
+        }
         if (kind.needsUcx()) {
             if (!Ucx.isAvailable()) {
                 System.err.println(Ucx.unavailabilityCause().getMessage());

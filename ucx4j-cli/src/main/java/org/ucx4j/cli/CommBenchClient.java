@@ -41,9 +41,10 @@ final class CommBenchClient {
         try (Arena arena = Arena.ofShared()) {
             List<Frame> frames = new ArrayList<>(run.frames());
             for (int i = 0; i < run.frames(); i++) {
-                var segment = arena.allocate(run.size(), 4096);
-                BenchProtocol.fill(segment, CommBenchProtocol.seed(i));
-                frames.add(Frame.host(segment));
+                BenchMemory memory = BenchMemory.current();
+                var segment = memory.allocate(arena, run.size());
+                memory.fill(segment, CommBenchProtocol.seed(i));
+                frames.add(new Frame(segment, memory.kind()));
             }
             Message message = Message.of(frames);
             if (run.mode() == BenchMode.LATENCY) {

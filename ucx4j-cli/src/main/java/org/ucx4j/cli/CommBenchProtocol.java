@@ -147,7 +147,7 @@ final class CommBenchProtocol {
         checkShape(m, run, what);
         int i = 0;
         for (Frame f : m.frames()) {
-            BenchProtocol.verify(f.segment(), seed(i), what + ", frame " + i);
+            BenchMemory.current().verify(f.segment(), seed(i), what + ", frame " + i);
             i++;
         }
     }

@@ -102,6 +102,7 @@ record InfoReport(Map<String, Object> tree, UcxConfig config, List<ConfigEntry> 
             }
         }
 
+        tree.put("gpu", GpuSection.collect((List<?>) tree.get("transports")));
         if (config != null) {
             tree.put("config", config.toMap());
         } else {

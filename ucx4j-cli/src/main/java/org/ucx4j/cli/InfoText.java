@@ -52,6 +52,8 @@ final class InfoText {
             out.println("Resources   " + String.join(", ", strings(report.tree().get("resources"))));
         }
 
+        GpuSection.print((java.util.Map<?, ?>) report.tree().get("gpu"), out);
+
         out.println();
         printConfig(report);
 

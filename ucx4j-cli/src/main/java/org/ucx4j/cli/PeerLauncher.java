@@ -23,7 +23,7 @@ import java.util.concurrent.TimeoutException;
  */
 final class PeerLauncher implements AutoCloseable {
     static final String MAIN_MODULE = "org.ucx4j.cli";
-    private static final String CORE_MODULE = "org.ucx4j.core";
+    private static final String CORE_MODULE = "org.ucx4j.core,org.ucx4j.cuda";
 
     private final Process process;
     private final CompletableFuture<Integer> port = new CompletableFuture<>();
@@ -77,6 +77,7 @@ final class PeerLauncher implements AutoCloseable {
         }
         cmd.add("bench");
         cmd.addAll(serverArgs);
+        cmd.addAll(BenchMemory.current().peerArgs());
         return cmd;
     }
 
