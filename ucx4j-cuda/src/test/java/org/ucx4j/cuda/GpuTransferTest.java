@@ -1,0 +1,246 @@
+package org.ucx4j.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.ucx4j.AmAllocator;
+import org.ucx4j.MemoryKind;
+import org.ucx4j.RemoteKey;
+import org.ucx4j.UcxContext;
+import org.ucx4j.UcxEndpoint;
+import org.ucx4j.UcxFuture;
+import org.ucx4j.UcxWorker;
+
+/**
+ * GPU memory between two JVMs through UCX (cuda_ipc on one GPU, or across two when visible): tag
+ * messages 0 B .. 256 MiB, active messages landing in GPU memory, put/get on a device region, and a peer
+ * killed during a device transfer.
+ */
+@Tag("gpu")
+@Timeout(300)
+class GpuTransferTest {
+    private Process peer;
+    private final List<String> peerLines = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private UcxContext context;
+    private UcxWorker worker;
+    private GpuMemoryPool pool;
+    private UcxEndpoint ep;
+
+    @BeforeEach
+    void start() throws Exception {
+        GpuRequirement.assumeGpuAndUcx();
+        int gpus = Cuda.devices().size();
+        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                GpuPeerMain.class.getName()));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        if (gpus > 1) {
+            // The peer's own GPU first; the others stay visible for CUDA IPC.
+            pb.environment().put("CUDA_VISIBLE_DEVICES", rotated(gpus));
+        }
+        peer = pb.start();
+        CompletableFuture<Integer> port = new CompletableFuture<>();
+        Thread.ofPlatform().daemon(true).start(() -> {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(peer.getInputStream(), StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    peerLines.add(line);
+                    System.out.println("[gpu peer] " + line);
+                    if (line.startsWith("PORT ")) {
+                        port.complete(Integer.parseInt(line.substring(5).trim()));
+                    }
+                }
+            } catch (IOException e) {
+                port.completeExceptionally(e);
+            }
+            port.completeExceptionally(new AssertionError("peer exited before PORT: " + peerLines));
+        });
+        int p = port.get(60, TimeUnit.SECONDS);
+        context = UcxContext.create();
+        worker = context.newWorker();
+        pool = GpuMemoryPool.create(Cuda.device(0), 0, 4L << 30);
+        worker.setAmAllocator(MemoryKind.CUDA, AmAllocator.of(pool));
+        ep = worker.connect("127.0.0.1", p);
+        System.out.println("this JVM on " + Cuda.device(0) + "; " + Cuda.devices().size() + " GPU(s) visible");
+    }
+
+    private static String rotated(int gpus) {
+        String visible = System.getenv("CUDA_VISIBLE_DEVICES");
+        List<String> ids = new ArrayList<>();
+        if (visible != null && !visible.isBlank()) {
+            ids.addAll(List.of(visible.split(",")));
+        } else {
+            for (int i = 0; i < gpus; i++) {
+                ids.add(Integer.toString(i));
+            }
+        }
+        ids.add(ids.remove(0));
+        return String.join(",", ids);
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        if (ep != null && ep.isOpen() && peer.isAlive()) {
+            control(GpuPeerMain.EXIT, 0);
+        }
+        if (peer != null) {
+            if (!peer.waitFor(30, TimeUnit.SECONDS)) {
+                peer.destroyForcibly();
+            }
+        }
+        if (context != null) {
+            context.close();
+        }
+        if (pool != null) {
+            pool.close();
+        }
+    }
+
+    private void control(long op, long size) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment c = a.allocate(16, 8);
+            c.set(ValueLayout.JAVA_LONG, 0, op);
+            c.set(ValueLayout.JAVA_LONG, 8, size);
+            ep.tagSend(c, GpuPeerMain.CONTROL);
+        }
+    }
+
+    private static <T> T await(CompletableFuture<T> f) throws Exception {
+        return f.get(120, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void tagMessagesRoundTripByteExactFrom0BTo256MiB() throws Exception {
+        Random r = new Random(1);
+        for (long size : new long[] {0, 1, 8, 4095, 8191, 8192, 65_536, 1 << 20, 16L << 20, 64L << 20, 256L << 20}) {
+            byte[] data = new byte[(int) size];
+            r.nextBytes(data);
+            try (Arena a = Arena.ofShared()) {
+                MemorySegment src = pool.allocate(size, a);
+                MemorySegment dst = pool.allocate(size, a);
+                pool.copy(src, MemorySegment.ofArray(data));
+                control(GpuPeerMain.TAG_ECHO, size);
+                UcxFuture<?> recv = ep.tagRecvAsync(dst, GpuPeerMain.DATA_OUT, -1L);
+                await(ep.tagSendAsync(src, GpuPeerMain.DATA_IN));
+                await(recv);
+                byte[] back = new byte[(int) size];
+                pool.copy(MemorySegment.ofArray(back), dst);
+                assertArrayEquals(data, back, "size " + size);
+            }
+        }
+        assertEquals(0, pool.usedBytes());
+    }
+
+    @Test
+    void activeMessagesLandInGpuMemory() throws Exception {
+        Random r = new Random(2);
+        for (long size : new long[] {1, 100, 8192, 1 << 20, 16L << 20}) {
+            byte[] data = new byte[(int) size];
+            r.nextBytes(data);
+            try (Arena a = Arena.ofShared()) {
+                MemorySegment src = pool.allocate(size, a);
+                pool.copy(src, MemorySegment.ofArray(data));
+                control(GpuPeerMain.AM_ECHO, size);
+                await(ep.amSendAsync(src, MemoryKind.CUDA));
+                MemorySegment body = await(ep.amRecvAsync());
+                assertEquals(MemoryKind.CUDA, Cuda.memoryKindOf(body), "size " + size);
+                byte[] back = new byte[(int) size];
+                pool.copy(MemorySegment.ofArray(back), body);
+                assertArrayEquals(data, back, "size " + size);
+            }
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (peerLines.stream().filter(l -> l.startsWith("AM ")).count() < 5 && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        assertTrue(peerLines.stream().filter(l -> l.startsWith("AM ")).allMatch(l -> l.endsWith(" CUDA")), peerLines.toString());
+    }
+
+    @Test
+    void putAndGetIntoGpuMemory() throws Exception {
+        long size = 8L << 20;
+        control(GpuPeerMain.REGION, size);
+        byte[] keyBytes = new byte[4096];
+        int n = (int) ep.tagRecv(keyBytes, GpuPeerMain.KEY, -1L).length();
+        RemoteKey key = ep.unpackRemoteKey(java.util.Arrays.copyOf(keyBytes, n));
+        try (Arena a = Arena.ofShared()) {
+            MemorySegment local = pool.allocate(size, a);
+            await(ep.getAsync(local, key, 0));
+            byte[] got = new byte[(int) size];
+            pool.copy(MemorySegment.ofArray(got), local);
+            for (int i = 0; i < size; i++) {
+                if (got[i] != GpuPeerMain.pattern(i, 7)) {
+                    throw new AssertionError("get: byte " + i + " differs");
+                }
+            }
+            byte[] mine = new byte[(int) size];
+            for (int i = 0; i < size; i++) {
+                mine[i] = GpuPeerMain.pattern(i, 11);
+            }
+            pool.copy(local, MemorySegment.ofArray(mine));
+            await(ep.putAsync(local, key, 0));
+            await(ep.flushAsync());
+            control(GpuPeerMain.CHECK_REGION, 11);
+            byte[] verdict = new byte[1];
+            ep.tagRecv(verdict, GpuPeerMain.VERDICT, -1L);
+            assertEquals(1, verdict[0], "the peer's GPU region holds what was put");
+            key.close();
+        }
+    }
+
+    @Test
+    void aPeerKilledDuringADeviceTransferFailsOperationsAndFreesMemory() throws Exception {
+        long size = 256L << 20;
+        Arena a = Arena.ofShared();
+        MemorySegment src = pool.allocate(size, a);
+        MemorySegment dst = pool.allocate(size, a);
+        List<UcxFuture<?>> ops = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            control(GpuPeerMain.TAG_ECHO, size);
+            ops.add(ep.tagSendAsync(src, GpuPeerMain.DATA_IN));
+            ops.add(ep.tagRecvAsync(dst, GpuPeerMain.DATA_OUT, -1L));
+        }
+        peer.destroyForcibly();
+        assertTrue(peer.waitFor(30, TimeUnit.SECONDS));
+        // One more receive that nothing will ever answer: it must fail too.
+        ops.add(ep.tagRecvAsync(dst, 99, -1L));
+        long t0 = System.nanoTime();
+        int failed = 0;
+        for (UcxFuture<?> f : ops) {
+            try {
+                f.get(60, TimeUnit.SECONDS);
+            } catch (ExecutionException e) {
+                failed++;
+            }
+        }
+        Duration took = Duration.ofNanos(System.nanoTime() - t0);
+        assertTrue(failed >= 1, "operations after the peer died must fail");
+        assertTrue(took.toSeconds() < 60, "failed within the bound: " + took);
+        // A new operation on the dead endpoint fails at once or through its future, never hangs.
+        assertThrows(Exception.class, () -> ep.tagRecvAsync(dst, 100, -1L).get(60, TimeUnit.SECONDS));
+        a.close();
+        assertEquals(0, pool.usedBytes(), "GPU memory back in the pool");
+        ep = null;
+    }
+}
