@@ -24,6 +24,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 ROUNDS=${ROUNDS:-2}
 LAT_SIZE=8
 LAT_ITERS=20000
@@ -52,7 +54,6 @@ if [ -n "${ONLY:-}" ]; then   # ONLY="stream_bw get_bw": just these rows
     [ ${#KEEP[@]} -gt 0 ] || { echo "ONLY=$ONLY names no row (rows: tag_lat tag_bw stream_bw put_bw get_bw am_bw tag_rate)" >&2; exit 2; }
     ROWS=("${KEEP[@]}")
 fi
-PORT=$((20000 + RANDOM % 10000))
 
 # ucx4j endpoints detect peer failure by default (UCP_ERR_HANDLING_MODE_PEER), and UCX then uses only
 # transports that can (tcp, not shared memory, on UCX 1.13): ucx_perftest gets -e so both sides run
@@ -67,32 +68,15 @@ trap 'rm -f "$RESULTS"' EXIT
 # Build once, up front, so no build lands inside a measurement.
 "$ROOT/bin/ucx4j" --version >/dev/null
 
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
-
 with_tls() { # with_tls TLS command...: runs the command with UCX_TLS set, or unset for "default"
     local tls="$1"; shift
     if [ "$tls" = default ]; then env -u UCX_TLS "$@"; else env UCX_TLS="$tls" "$@"; fi
 }
 
-wait_listening() { # wait_listening PORT: until something listens there (at most 5 s)
-    for _ in $(seq 50); do
-        if command -v ss >/dev/null && ss -ltn 2>/dev/null | grep -q ":$1 "; then return 0; fi
-        command -v ss >/dev/null || { sleep 1; return 0; }
-        sleep 0.1
-    done
-}
-
 perftest() { # perftest TLS ROW TEST SIZE ITERS: one client/server pair; appends its figures
-    local tls="$1" row="$2" test="$3" size="$4" iters="$5" out server
-    PORT=$((PORT + 1))
-    # shellcheck disable=SC2086
-    with_tls "$tls" ucx_perftest -p "$PORT" $PERFTEST_FLAGS >/dev/null 2>&1 &
-    server=$!
-    wait_listening "$PORT"
-    # -v: CSV; last line: iterations,p50_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr
-    # shellcheck disable=SC2086
-    out=$(with_tls "$tls" ucx_perftest 127.0.0.1 -p "$PORT" -t "$test" -s "$size" -n "$iters" $PERFTEST_FLAGS -v 2>&1 | tail -n 1)
-    wait "$server" || true
+    local tls="$1" row="$2" test="$3" size="$4" iters="$5" out tls_env="UCX_TLS=$1"
+    [ "$tls" = default ] && tls_env="-u UCX_TLS"
+    out=$(bench_perftest "$tls_env" "$tls_env" "$PERFTEST_FLAGS" "-t $test -s $size -n $iters $PERFTEST_FLAGS")
     IFS=, read -r _ p50 _ overall _ bw _ mr <<<"$out"
     case "$row" in
         tag_lat) printf '%s\t%s\tucx_perftest\tlat_p50\t%s\n%s\t%s\tucx_perftest\tlat_avg\t%s\n' \
@@ -121,13 +105,13 @@ else:
 }
 
 start=$(date +%s)
-load_start=$(loadavg)
+load_start=$(bench_loadavg)
 echo "load average at start: $load_start" >&2
 for round in $(seq "$ROUNDS"); do
     for tls in "${TLS_LIST[@]}"; do
         for spec in "${ROWS[@]}"; do
             read -r row test op mode size iters <<<"$spec"
-            echo "round $round/$ROUNDS, UCX_TLS=$tls, $row ($(( $(date +%s) - start )) s, load $(loadavg))" >&2
+            echo "round $round/$ROUNDS, UCX_TLS=$tls, $row ($(( $(date +%s) - start )) s, load $(bench_loadavg))" >&2
             perftest "$tls" "$row" "$test" "$size" "$iters"
             modes=("${PROGRESS[@]}")
             [ "$mode" = bandwidth ] && modes=("${BW_PROGRESS[@]}")
@@ -138,7 +122,7 @@ for round in $(seq "$ROUNDS"); do
     done
 done
 elapsed=$(($(date +%s) - start))
-load_end=$(loadavg)
+load_end=$(bench_loadavg)
 echo "load average at end: $load_end" >&2
 
 python3 - "$RESULTS" "$ROUNDS" "$elapsed" "$load_start" "$load_end" "${PROGRESS[@]}" "${BW_PROGRESS[@]}" <<'PY'

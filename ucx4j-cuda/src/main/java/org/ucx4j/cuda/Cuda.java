@@ -169,6 +169,9 @@ public final class Cuda {
      */
     public static void copy(MemorySegment dst, MemorySegment src) {
         CudaDriver.require();
+        // A closed segment still has its address: the driver would be handed freed memory (and may fault).
+        requireAlive(dst, "destination");
+        requireAlive(src, "source");
         long n = src.byteSize();
         if (dst.byteSize() < n) {
             throw new IllegalArgumentException("copy of " + n + " bytes into a segment of " + dst.byteSize());
@@ -196,6 +199,19 @@ public final class Cuda {
                     "cuMemcpy(" + n + " bytes)");
         } catch (Throwable t) {
             throw CudaDriver.rethrow(t);
+        }
+    }
+
+    /**
+     * Fails when a segment's memory was freed (its arena closed), before its address reaches the driver.
+     *
+     * @param segment the segment
+     * @param what its role, for the message
+     * @throws IllegalStateException naming the role
+     */
+    static void requireAlive(MemorySegment segment, String what) {
+        if (!segment.scope().isAlive()) {
+            throw new IllegalStateException("the copy's " + what + " is already closed (its memory was freed)");
         }
     }
 

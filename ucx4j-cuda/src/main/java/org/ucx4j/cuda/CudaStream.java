@@ -63,6 +63,8 @@ public final class CudaStream implements AutoCloseable {
             throw new IllegalArgumentException("copy of " + src.byteSize() + " bytes into " + dst.byteSize());
         }
         ensureOpen();
+        Cuda.requireAlive(dst, "destination");
+        Cuda.requireAlive(src, "source");
         device.makeCurrent();
         try {
             CudaDriver.check((int) CudaDriver.cuMemcpyAsync.invokeExact(dst.address(), src.address(), src.byteSize(),

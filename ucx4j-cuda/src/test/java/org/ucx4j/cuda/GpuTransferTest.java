@@ -152,6 +152,47 @@ class GpuTransferTest {
         assertEquals(0, pool.usedBytes());
     }
 
+    /**
+     * Not a timed test (nothing is asserted on time): it prints the first round trip of fresh 64 MiB
+     * buffers from cuMemAlloc and from the pool, the figures docs/BENCHMARKS.md records (cuda_ipc maps a
+     * new allocation on first sight; the pool's buffers share a mapped slab).
+     */
+    @Test
+    void firstTransferOfFreshBuffersWithAndWithoutThePool() throws Exception {
+        long size = 64L << 20;
+        int n = 6;
+        // Warm the path (connection, both pools' first slab mapped) so that only the fresh buffers differ.
+        echoFresh(pool.allocate(size, Arena.ofAuto()), size);
+        long[] direct = new long[n];
+        long[] pooled = new long[n];
+        for (int i = 0; i < n; i++) {
+            try (DeviceMemory fresh = Cuda.device(0).allocate(size)) {
+                direct[i] = echoFresh(fresh.segment(), size);
+            }
+            try (Arena a = Arena.ofShared()) {
+                pooled[i] = echoFresh(pool.allocate(size, a), size);
+            }
+        }
+        java.util.Arrays.sort(direct);
+        java.util.Arrays.sort(pooled);
+        System.out.printf("FIRST-TRANSFER 64MiB round trip of a fresh buffer: cuMemAlloc median %d usec (min %d, max %d);"
+                + " pool median %d usec (min %d, max %d)%n", direct[n / 2] / 1000, direct[0] / 1000, direct[n - 1] / 1000,
+                pooled[n / 2] / 1000, pooled[0] / 1000, pooled[n - 1] / 1000);
+    }
+
+    /** One echo of {@code size} bytes from {@code src}; the nanoseconds it took. */
+    private long echoFresh(MemorySegment src, long size) throws Exception {
+        try (Arena a = Arena.ofShared()) {
+            MemorySegment dst = pool.allocate(size, a);
+            control(GpuPeerMain.TAG_ECHO, size);
+            long t0 = System.nanoTime();
+            UcxFuture<?> recv = ep.tagRecvAsync(dst, GpuPeerMain.DATA_OUT, -1L);
+            await(ep.tagSendAsync(src, GpuPeerMain.DATA_IN));
+            await(recv);
+            return System.nanoTime() - t0;
+        }
+    }
+
     @Test
     void activeMessagesLandInGpuMemory() throws Exception {
         Random r = new Random(2);
