@@ -18,6 +18,7 @@ import org.ucx4j.comm.CommException;
 import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.CommProtocolException;
 import org.ucx4j.comm.Frame;
+import org.ucx4j.HostBufferPool;
 import org.ucx4j.MemoryKind;
 import org.ucx4j.comm.Message;
 
@@ -121,9 +122,9 @@ final class TcpComm extends AbstractComm {
                 if (kind == MemoryKind.HOST) {
                     readFully(seg);
                 } else {
-                    // Device frames: the socket fills host memory, then the allocator copies it over.
+                    // Device frames: the socket fills warm host memory, then the allocator copies it over.
                     try (Arena staging = Arena.ofConfined()) {
-                        MemorySegment host = staging.allocate(Math.max(1, t.sizes()[i]), 64).asSlice(0, t.sizes()[i]);
+                        MemorySegment host = HostBufferPool.shared().allocate(t.sizes()[i], staging);
                         readFully(host);
                         options.allocator().copy(kind, seg, host);
                     }
@@ -197,12 +198,11 @@ final class TcpComm extends AbstractComm {
             Frame f = frames.get(i);
             MemorySegment s = f.segment();
             if (f.kind() != MemoryKind.HOST) {
-                // Device frames go out through host memory (owned by the message's send; an automatic arena
-                // frees it once the socket is done with the buffers).
+                // Device frames go out through warm host memory, returned to the pool once the send is done.
                 if (staging == null) {
-                    staging = Arena.ofAuto();
+                    staging = Arena.ofShared();
                 }
-                MemorySegment host = staging.allocate(Math.max(1, f.size()), 64).asSlice(0, f.size());
+                MemorySegment host = HostBufferPool.shared().allocate(f.size(), staging);
                 options.allocator().copy(f.kind(), host, s);
                 s = host;
             }
@@ -211,7 +211,18 @@ final class TcpComm extends AbstractComm {
                 buffers.add(s.asSlice(off, Math.min(slice, s.byteSize() - off)).asByteBuffer());
             }
         }
-        return enqueue(buffers.toArray(ByteBuffer[]::new), callerWaits);
+        if (staging == null) {
+            return enqueue(buffers.toArray(ByteBuffer[]::new), callerWaits);
+        }
+        Arena stagingArena = staging;
+        CompletableFuture<Void> sent;
+        try {
+            sent = enqueue(buffers.toArray(ByteBuffer[]::new), callerWaits);
+        } catch (RuntimeException e) {
+            stagingArena.close();
+            throw e;
+        }
+        return sent.whenComplete((v, e) -> stagingArena.close());
     }
 
     @Override
