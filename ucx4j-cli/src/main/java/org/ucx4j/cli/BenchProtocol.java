@@ -17,7 +17,8 @@ import java.nio.ByteOrder;
  *
  * <p>Two-sided latency: the client sends a ping, the server echoes the same bytes as a pong. Two-sided
  * bandwidth and rate: the client sends data messages (warm-up, then measured), and after each phase the
- * server answers one {@link #ACK} byte: 1 when the verified messages were intact, 0 when not. One-sided
+ * server answers one {@link #ACK} byte when all arrived (the client's clock stops there), then checks the
+ * first and last messages and sends a second {@link #ACK} byte: 1 when they were intact, 0 when not. One-sided
  * runs: after each phase the client sends {@link #PHASE_END} (8 bytes: the pattern seed the region must
  * now hold after puts, or 0) and the server answers an {@link #ACK} byte. The server answers a bye with an
  * {@link #ACK} byte too, and the client closes only after it.

@@ -203,6 +203,31 @@ public final class Cuda {
     }
 
     /**
+     * Sets every byte of device memory to {@code value} ({@code cuMemsetD8}, on the device) and returns
+     * when done.
+     *
+     * @param dst device memory (a segment of {@link DeviceMemory}, a pool, or any CUDA allocation)
+     * @param value the byte
+     * @throws IllegalArgumentException when {@code dst} is not device memory
+     * @throws IllegalStateException when {@code dst} is closed
+     */
+    public static void fill(MemorySegment dst, byte value) {
+        CudaDriver.require();
+        requireAlive(dst, "destination");
+        if (dst.byteSize() == 0) {
+            return;
+        }
+        CudaDevice device = deviceOf(dst).orElseThrow(
+                () -> new IllegalArgumentException("Cuda.fill needs device memory; " + dst + " is host memory"));
+        device.makeCurrent();
+        try {
+            CudaDriver.check((int) CudaDriver.cuMemsetD8.invokeExact(dst.address(), value, dst.byteSize()), "cuMemsetD8");
+        } catch (Throwable t) {
+            throw CudaDriver.rethrow(t);
+        }
+    }
+
+    /**
      * Fails when a segment's memory was freed (its arena closed), before its address reaches the driver.
      *
      * @param segment the segment
