@@ -7,10 +7,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.ucx4j.TestConfigSources.sources;
 import static org.ucx4j.TestConfigSources.yaml;
 
+import java.io.File;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.net.MalformedURLException;
+import java.net.URL;
+import java.net.URLClassLoader;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -126,5 +133,38 @@ class ConfigModuleKeysTest {
     @Test
     void yamlSupportIsDetected() {
         assertTrue(ConfigSources.yamlLibraryPresent(), "snakeyaml-engine is on the test class path");
+    }
+
+    /** The core in a class loader without SnakeYAML: detection, the error, and loading without a file. */
+    @Test
+    void withoutTheYamlLibraryOnThePath() throws Exception {
+        Path file = yaml(dir, "ucx4j:\n  tcp: true\n");
+        URL[] withoutYaml = Stream.of(System.getProperty("java.class.path").split(File.pathSeparator))
+                .filter(entry -> !entry.contains("snakeyaml")).map(ConfigModuleKeysTest::url).toArray(URL[]::new);
+        try (URLClassLoader loader = new URLClassLoader(withoutYaml, ClassLoader.getPlatformClassLoader())) {
+            Class<?> sources = Class.forName(ConfigSources.class.getName(), true, loader);
+            assertEquals(false, sources.getMethod("yamlLibraryPresent").invoke(null));
+            Class<?> config = Class.forName(UcxConfig.class.getName(), true, loader);
+            Object builder = config.getMethod("builder").invoke(null);
+            Method build = builder.getClass().getDeclaredMethod("build", sources);
+            build.setAccessible(true);
+            Object withFile = sources.getConstructor(Map.class, Map.class, List.class)
+                    .newInstance(Map.of(), Map.of(), List.of(file));
+            InvocationTargetException e = assertThrows(InvocationTargetException.class,
+                    () -> build.invoke(builder, withFile));
+            assertEquals(UcxConfigException.class.getName(), e.getCause().getClass().getName(), e.getCause().toString());
+            assertTrue(e.getCause().getMessage().contains("needs SnakeYAML Engine"), e.getCause().getMessage());
+            Object noFile = sources.getConstructor(Map.class, Map.class, List.class)
+                    .newInstance(Map.of("UCX4J__TCP", "true"), Map.of(), List.of(dir.resolve("absent.yaml")));
+            assertTrue(build.invoke(builder, noFile).toString().contains("tcp = true  [env UCX4J__TCP]"));
+        }
+    }
+
+    private static URL url(String classPathEntry) {
+        try {
+            return Path.of(classPathEntry).toUri().toURL();
+        } catch (MalformedURLException e) {
+            throw new IllegalArgumentException(classPathEntry, e);
+        }
     }
 }
