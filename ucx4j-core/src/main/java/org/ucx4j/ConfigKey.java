@@ -6,6 +6,7 @@ import java.util.Optional;
 import java.util.regex.Pattern;
 import org.ucx4j.internal.config.ConfigSchema;
 import org.ucx4j.internal.config.Durations;
+import org.ucx4j.spi.ConfigKeySet;
 
 /**
  * One typed key of the ucx4j configuration: its canonical hyphenated name, its type, its default, its

@@ -11,6 +11,7 @@ import java.util.ServiceLoader;
 import java.util.Set;
 import org.ucx4j.internal.config.ConfigSchema;
 import org.ucx4j.internal.config.ModuleKeyNames;
+import org.ucx4j.spi.ConfigKeySet;
 
 /**
  * The keys every configuration reads: the core's ({@link UcxKeys}) and those of each module found

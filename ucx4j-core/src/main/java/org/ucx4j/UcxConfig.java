@@ -21,6 +21,7 @@ import org.ucx4j.internal.config.LiteralValues;
 import org.ucx4j.internal.config.RawSetting;
 import org.ucx4j.internal.config.ResolvedConfig;
 import org.ucx4j.internal.config.UcxSettingsMapper;
+import org.ucx4j.spi.ConfigKeySet;
 
 /**
  * The ucx4j configuration, one for every module: each module declares its typed keys

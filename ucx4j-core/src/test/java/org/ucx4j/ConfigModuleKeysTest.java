@@ -22,6 +22,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.ucx4j.internal.config.ConfigSources;
+import org.ucx4j.spi.ConfigKeySet;
 
 /** Keys registered per module: read from every source, listed, and what happens when a module is absent. */
 class ConfigModuleKeysTest {

@@ -1,6 +1,7 @@
 package org.ucx4j;
 
 import java.util.List;
+import org.ucx4j.spi.ConfigKeySet;
 
 /**
  * Stand-ins for ucx4j-comm's and ucx4j-cuda's keys, declared as those modules declare theirs: the core

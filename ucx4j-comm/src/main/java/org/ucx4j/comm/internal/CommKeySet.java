@@ -2,7 +2,7 @@ package org.ucx4j.comm.internal;
 
 import java.util.List;
 import org.ucx4j.ConfigKey;
-import org.ucx4j.ConfigKeySet;
+import org.ucx4j.spi.ConfigKeySet;
 import org.ucx4j.comm.CommKeys;
 
 /**

@@ -66,7 +66,7 @@ public record ResolvedConfig(
         ResolvedValue v = values.get(key);
         if (v == null) {
             throw new IllegalArgumentException("configuration key '" + key + "' is not registered: its module provides "
-                    + "it as an org.ucx4j.ConfigKeySet (module-info provides, or META-INF/services on the class path)");
+                    + "it as an org.ucx4j.spi.ConfigKeySet (module-info provides, or META-INF/services on the class path)");
         }
         return v;
     }

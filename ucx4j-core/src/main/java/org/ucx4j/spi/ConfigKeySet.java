@@ -1,14 +1,17 @@
-package org.ucx4j;
+package org.ucx4j.spi;
 
 import java.util.List;
+import org.ucx4j.ConfigKey;
+import org.ucx4j.UcxConfig;
+import org.ucx4j.UcxKeys;
 
 /**
  * The configuration keys one module owns: how a module registers its keys with the one configuration
  * that every module reads ({@link UcxConfig}).
  *
  * <p>A module provides one implementation through {@link java.util.ServiceLoader}: a
- * {@code provides org.ucx4j.ConfigKeySet with ...} line in its {@code module-info.java} for the module
- * path, and a {@code META-INF/services/org.ucx4j.ConfigKeySet} file for the class path. The core's own
+ * {@code provides org.ucx4j.spi.ConfigKeySet with ...} line in its {@code module-info.java} for the module
+ * path, and a {@code META-INF/services/org.ucx4j.spi.ConfigKeySet} file for the class path. The core's own
  * keys ({@link UcxKeys}) are always registered. Every key of every module found is then read from every
  * source, listed by {@link UcxConfig#entries()} and {@code ucx4j info}, and checked at load.
  *
