@@ -194,7 +194,7 @@ public final class ConfigKey<T> {
      * The same key, which must be at least another key's value when both are set (checked at load, the
      * error naming both sources): {@code memory-pool.maximum-size} at least {@code memory-pool.size}.
      *
-     * @param other a key of the same type, declared before this one
+     * @param other a key of the same type; where it is not registered, nothing is checked
      * @return a new key
      */
     public ConfigKey<T> withAtLeast(ConfigKey<T> other) {

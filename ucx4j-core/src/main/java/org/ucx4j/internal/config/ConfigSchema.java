@@ -1,13 +1,11 @@
 package org.ucx4j.internal.config;
 
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Pattern;
-import java.util.stream.Collectors;
 
 /**
  * Recognises configuration paths against the keys registered by the modules on the path: canonical
@@ -182,9 +180,6 @@ public final class ConfigSchema {
 
     @Override
     public String toString() {
-        Map<String, String> shown = new LinkedHashMap<>();
-        shown.put("keys", keyNames.stream().collect(Collectors.joining(",")));
-        shown.put("modules", String.join(",", modules));
-        return "ConfigSchema" + shown;
+        return "ConfigSchema[keys=" + keyNames + ", modules=" + modules + "]";
     }
 }
