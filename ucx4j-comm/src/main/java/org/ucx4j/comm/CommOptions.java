@@ -26,6 +26,10 @@ public final class CommOptions {
     private final Duration connectTimeout;
     private final Duration closeTimeout;
     private final byte[] secret;
+    // Read per received message: resolved once here, not looked up in the configuration each time.
+    private final boolean multiBuffer;
+    private final int maxFrames;
+    private final long maxFrameSize;
 
     private CommOptions(Builder b) {
         this.config = b.config != null ? b.config : UcxConfig.load();
@@ -34,6 +38,9 @@ public final class CommOptions {
         this.connectTimeout = b.connectTimeout != null ? b.connectTimeout : config.get(UcxKeys.CONNECT_TIMEOUT);
         this.closeTimeout = b.closeTimeout != null ? b.closeTimeout : Duration.ofSeconds(5);
         this.secret = readSecret(config);
+        this.multiBuffer = Boolean.TRUE.equals(config.get(CommKeys.MULTI_BUFFER));
+        this.maxFrames = config.get(CommKeys.MAX_FRAMES);
+        this.maxFrameSize = config.get(CommKeys.MAX_FRAME_SIZE);
         if (identity.getBytes(StandardCharsets.UTF_8).length > 1024) {
             throw new IllegalArgumentException("identity is longer than 1024 bytes in UTF-8");
         }
@@ -109,7 +116,7 @@ public final class CommOptions {
      * @return the config's {@code multi-buffer}, false when unset
      */
     public boolean multiBuffer() {
-        return Boolean.TRUE.equals(config.get(CommKeys.MULTI_BUFFER));
+        return multiBuffer;
     }
 
     /**
@@ -118,7 +125,7 @@ public final class CommOptions {
      * @return the config's {@code max-frames}
      */
     public int maxFrames() {
-        return config.get(CommKeys.MAX_FRAMES);
+        return maxFrames;
     }
 
     /**
@@ -127,7 +134,7 @@ public final class CommOptions {
      * @return the config's {@code max-frame-size} in bytes
      */
     public long maxFrameSize() {
-        return config.get(CommKeys.MAX_FRAME_SIZE);
+        return maxFrameSize;
     }
 
     /**
