@@ -11,6 +11,8 @@ module org.ucx4j.cli {
     requires org.ucx4j.cuda;
     requires info.picocli;
     requires org.slf4j;
+    // Resolves SnakeYAML, which the core only `requires static`, so that ucx4j.yaml is read.
+    requires org.snakeyaml.engine.v2;
 
     // picocli fills @Option fields reflectively.
     opens org.ucx4j.cli to info.picocli;

@@ -12,4 +12,5 @@ module org.ucx4j.cuda {
 
     provides org.ucx4j.spi.UcxExtension with
             org.ucx4j.cuda.internal.CudaUcxExtension;
+    provides org.ucx4j.spi.ConfigKeySet with org.ucx4j.cuda.internal.CudaKeySet;
 }

@@ -1,7 +1,6 @@
 package org.ucx4j;
 
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -9,10 +8,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.OptionalLong;
 import java.util.TreeMap;
 import java.util.stream.Collectors;
-import org.ucx4j.internal.config.ConfigKey;
+import org.ucx4j.internal.config.ConfigErrors;
 import org.ucx4j.internal.config.ConfigLayer;
 import org.ucx4j.internal.config.ConfigLoader;
 import org.ucx4j.internal.config.ConfigNamespace;
@@ -23,11 +21,14 @@ import org.ucx4j.internal.config.LiteralValues;
 import org.ucx4j.internal.config.RawSetting;
 import org.ucx4j.internal.config.ResolvedConfig;
 import org.ucx4j.internal.config.UcxSettingsMapper;
+import org.ucx4j.spi.ConfigKeySet;
 
 /**
- * The ucx4j configuration: which UCX transports to manage, extra {@code UCX_*} settings, the GPU
- * memory pool, timeouts, the progress mode, message limits and the shared secret; and for every
- * value, where it came from.
+ * The ucx4j configuration, one for every module: each module declares its typed keys
+ * ({@link ConfigKey}; the core's are {@link UcxKeys}, ucx4j-comm's {@code CommKeys}, ucx4j-cuda's
+ * {@code CudaKeys}) and registers them as a {@link ConfigKeySet}; this object loads every source once
+ * and answers {@link #get(ConfigKey)} for any of them, with the extra {@code UCX_*} settings of the
+ * {@code environment} map and, for every value, where it came from.
  *
  * <p>Sources, highest precedence first, resolved key by key: the {@link Builder}; system properties
  * ({@code -Ducx4j.tcp=true}); environment variables ({@code UCX4J__TCP=true}); the {@code ucx4j:}
@@ -37,16 +38,20 @@ import org.ucx4j.internal.config.UcxSettingsMapper;
  * ({@code distributed.comm.ucx.*}, {@code distributed.rmm.pool-size}, {@code DASK_UCX__*}); then
  * the defaults. docs/CONFIGURATION.md describes every key.
  *
- * <p>Unset optional values ("let UCX decide") are empty {@link Optional}s.
+ * <p>Every value is checked when the configuration is built, range included: a bad value fails
+ * {@link Builder#build()} with a {@link UcxConfigException} naming the key, the value and its source,
+ * never later at first use.
  *
  * <p>Threading: immutable and safe to share between threads. Ownership: holds no native resource.
  */
 public final class UcxConfig {
+    private final ConfigRegistry registry;
     private final ResolvedConfig resolved;
     private final UcxSettings settings;
     private final Map<String, String> settingSources;
 
-    private UcxConfig(ResolvedConfig resolved) {
+    private UcxConfig(ConfigRegistry registry, ResolvedConfig resolved) {
+        this.registry = registry;
         this.resolved = resolved;
         UcxSettingsMapper.Mapped mapped = UcxSettingsMapper.map(resolved);
         this.settings = new UcxSettings(mapped.context(), mapped.global());
@@ -74,66 +79,49 @@ public final class UcxConfig {
     }
 
     /**
-     * Whether transport management is on with TCP: {@code TLS} includes {@code tcp}.
+     * One key's effective value.
      *
-     * @return the setting, empty when unset (UCX decides)
+     * @param key a key of the core ({@link UcxKeys}) or of a module on the path
+     * @param <T> the key's type
+     * @return the value, or null when the key is unset (only keys without a default can be)
+     * @throws IllegalArgumentException when the key is not registered (its module's
+     *     {@link ConfigKeySet} was not found)
      */
-    public Optional<Boolean> tcp() {
-        return optional(ConfigKey.TCP);
+    public <T> T get(ConfigKey<T> key) {
+        return resolved.value(key);
     }
 
     /**
-     * Whether NVLink is used: {@code cuda_copy,cuda_ipc} join {@code TLS}.
+     * One key's effective value, for keys that may be unset ("let UCX decide").
      *
-     * @return the setting, empty when unset
+     * @param key a registered key
+     * @param <T> the key's type
+     * @return the value, empty when unset
+     * @throws IllegalArgumentException when the key is not registered
      */
-    public Optional<Boolean> nvlink() {
-        return optional(ConfigKey.NVLINK);
+    public <T> Optional<T> find(ConfigKey<T> key) {
+        return Optional.ofNullable(resolved.value(key));
     }
 
     /**
-     * Whether InfiniBand is used: {@code rc} joins {@code TLS}.
+     * Where one key's value came from.
      *
-     * @return the setting, empty when unset
+     * @param key a registered key
+     * @return {@code default}, {@code builder}, {@code -Ducx4j.tcp}, {@code env UCX4J__TCP},
+     *     {@code /path/ucx4j.yaml:3}; Dask spellings add the Dask key in parentheses
+     * @throws IllegalArgumentException when the key is not registered
      */
-    public Optional<Boolean> infiniband() {
-        return optional(ConfigKey.INFINIBAND);
+    public String source(ConfigKey<?> key) {
+        return resolved.origin(key).description();
     }
 
     /**
-     * Whether connections are set up through RDMA CM ({@code SOCKADDR_TLS_PRIORITY=rdmacm}).
+     * Every registered key: the core's, then each module's on the path, in documentation order.
      *
-     * @return the setting, empty when unset
+     * @return an unmodifiable list
      */
-    public Optional<Boolean> rdmacm() {
-        return optional(ConfigKey.RDMACM);
-    }
-
-    /**
-     * Whether {@code cuda_copy} joins {@code TLS}.
-     *
-     * @return the setting, empty when unset
-     */
-    public Optional<Boolean> cudaCopy() {
-        return optional(ConfigKey.CUDA_COPY);
-    }
-
-    /**
-     * Whether a CUDA context is created before UCX starts.
-     *
-     * @return the setting, empty when unset
-     */
-    public Optional<Boolean> createCudaContext() {
-        return optional(ConfigKey.CREATE_CUDA_CONTEXT);
-    }
-
-    /**
-     * Whether the frames of a message are sent in one multi-send.
-     *
-     * @return the setting, empty when unset
-     */
-    public Optional<Boolean> multiBuffer() {
-        return optional(ConfigKey.MULTI_BUFFER);
+    public List<ConfigKey<?>> keys() {
+        return registry.keys();
     }
 
     /**
@@ -146,98 +134,6 @@ public final class UcxConfig {
         Map<String, String> out = new TreeMap<>();
         resolved.environment().forEach((name, v) -> out.put(name, (String) v.value()));
         return Collections.unmodifiableMap(out);
-    }
-
-    /**
-     * The initial GPU memory pool size.
-     *
-     * @return bytes, empty when no pool is asked for
-     */
-    public OptionalLong memoryPoolSize() {
-        return optionalLong(ConfigKey.MEMORY_POOL_SIZE);
-    }
-
-    /**
-     * The largest the GPU memory pool may grow.
-     *
-     * @return bytes, empty when unlimited or unset
-     */
-    public OptionalLong memoryPoolMaximumSize() {
-        return optionalLong(ConfigKey.MEMORY_POOL_MAXIMUM_SIZE);
-    }
-
-    /**
-     * How long connection set-up may take before it fails.
-     *
-     * @return the timeout (default 5 s)
-     */
-    public Duration connectTimeout() {
-        return resolved.value(ConfigKey.CONNECT_TIMEOUT);
-    }
-
-    /**
-     * UCX's {@code NET_DEVICES}, for example {@code mlx5_0:1}.
-     *
-     * @return the devices, empty when unset (UCX uses all)
-     */
-    public Optional<String> netDevices() {
-        return optional(ConfigKey.NET_DEVICES);
-    }
-
-    /**
-     * How workers make progress.
-     *
-     * @return the mode (default {@link ProgressMode#THREAD_BLOCKING})
-     */
-    public ProgressMode progressMode() {
-        return resolved.value(ConfigKey.PROGRESS_MODE);
-    }
-
-    /**
-     * Whether workers' endpoints detect a dead peer (default true); see
-     * {@link WorkerOptions#peerErrorHandling()} for what turning it off trades.
-     *
-     * @return the {@code peer-error-handling} value
-     */
-    public boolean peerErrorHandling() {
-        return resolved.value(ConfigKey.PEER_ERROR_HANDLING);
-    }
-
-    /**
-     * The most frames one message may carry; a peer claiming more is refused.
-     *
-     * @return at least 1 (default 100000)
-     */
-    public int maxFrames() {
-        return resolved.value(ConfigKey.MAX_FRAMES);
-    }
-
-    /**
-     * The largest single frame accepted from a peer.
-     *
-     * @return bytes (default 64 GiB)
-     */
-    public long maxFrameSize() {
-        return resolved.value(ConfigKey.MAX_FRAME_SIZE);
-    }
-
-    /**
-     * The shared secret for the handshake. Never printed by {@link #toString()}, {@link #entries()}
-     * or {@link #toMap()}.
-     *
-     * @return the secret, empty when unset
-     */
-    public Optional<String> authSecret() {
-        return optional(ConfigKey.AUTH_SECRET);
-    }
-
-    /**
-     * A file holding the shared secret.
-     *
-     * @return the path as configured, empty when unset
-     */
-    public Optional<String> authSecretFile() {
-        return optional(ConfigKey.AUTH_SECRET_FILE);
     }
 
     /**
@@ -297,14 +193,14 @@ public final class UcxConfig {
     }
 
     /**
-     * Every effective key with its display value and source: the keys of the schema in
-     * documentation order, then the {@code environment.<name>} entries. Secrets show as {@code (set)}.
+     * Every effective key with its display value and source: the registered keys in documentation
+     * order ({@link #keys()}), then the {@code environment.<name>} entries. Secrets show as {@code (set)}.
      *
      * @return an unmodifiable list
      */
     public List<ConfigEntry> entries() {
         List<ConfigEntry> out = new ArrayList<>();
-        for (ConfigKey<?> key : ConfigKey.ALL) {
+        for (ConfigKey<?> key : registry.keys()) {
             out.add(new ConfigEntry(key.name(), key.display(resolved.value(key)), resolved.origin(key).description()));
         }
         resolved.environment().forEach((name, v) -> out.add(new ConfigEntry(
@@ -322,7 +218,7 @@ public final class UcxConfig {
      */
     public Map<String, Object> toMap() {
         Map<String, Object> keys = new LinkedHashMap<>();
-        for (ConfigKey<?> key : ConfigKey.ALL) {
+        for (ConfigKey<?> key : registry.keys()) {
             keys.put(key.name(), valueAndSource(key.toJson(resolved.value(key)), resolved.origin(key)));
         }
         resolved.environment().forEach((name, v) ->
@@ -352,15 +248,6 @@ public final class UcxConfig {
         m.put("value", value);
         m.put("source", origin.description());
         return m;
-    }
-
-    private <T> Optional<T> optional(ConfigKey<T> key) {
-        return Optional.ofNullable(resolved.value(key));
-    }
-
-    private OptionalLong optionalLong(ConfigKey<Long> key) {
-        Long v = resolved.value(key);
-        return v == null ? OptionalLong.empty() : OptionalLong.of(v);
     }
 
     /**
@@ -409,84 +296,37 @@ public final class UcxConfig {
     /**
      * Collects values set in code; they take precedence over every other source. Each setter
      * replaces an earlier value for the same key; a null sets the key to "unset" explicitly (which
-     * also hides lower sources), which only optional keys allow.
+     * also hides lower sources), which only keys without a default allow.
      *
      * <p>Threading: not thread-safe; use from one thread, then {@link #build()}.
      */
     public static final class Builder {
-        private final Map<String, RawSetting> values = new LinkedHashMap<>();
+        /** By canonical path; text values ({@link #set(String, String)}) are classified again at build. */
+        private final Map<String, Pending> values = new LinkedHashMap<>();
+
+        private record Pending(RawSetting setting, boolean text) {
+        }
 
         private Builder() {
         }
 
         /**
-         * Sets {@code tcp}.
+         * Sets one key: {@code set(UcxKeys.TCP, true)}, {@code set(CommKeys.MAX_FRAMES, 10)}. The value
+         * is checked by {@link #build()}, range included.
          *
-         * @param value true, false, or null for unset
+         * @param key the key, of the core or of a module on the path
+         * @param value the value, or null for "unset" (keys without a default only)
+         * @param <T> the key's type
          * @return this builder
          */
-        public Builder tcp(Boolean value) {
-            return put(ConfigKey.TCP, value);
-        }
-
-        /**
-         * Sets {@code nvlink}.
-         *
-         * @param value true, false, or null for unset
-         * @return this builder
-         */
-        public Builder nvlink(Boolean value) {
-            return put(ConfigKey.NVLINK, value);
-        }
-
-        /**
-         * Sets {@code infiniband}.
-         *
-         * @param value true, false, or null for unset
-         * @return this builder
-         */
-        public Builder infiniband(Boolean value) {
-            return put(ConfigKey.INFINIBAND, value);
-        }
-
-        /**
-         * Sets {@code rdmacm}.
-         *
-         * @param value true, false, or null for unset
-         * @return this builder
-         */
-        public Builder rdmacm(Boolean value) {
-            return put(ConfigKey.RDMACM, value);
-        }
-
-        /**
-         * Sets {@code cuda-copy}.
-         *
-         * @param value true, false, or null for unset
-         * @return this builder
-         */
-        public Builder cudaCopy(Boolean value) {
-            return put(ConfigKey.CUDA_COPY, value);
-        }
-
-        /**
-         * Sets {@code create-cuda-context}.
-         *
-         * @param value true, false, or null for unset
-         * @return this builder
-         */
-        public Builder createCudaContext(Boolean value) {
-            return put(ConfigKey.CREATE_CUDA_CONTEXT, value);
-        }
-
-        /**
-         * Sets {@code multi-buffer}.
-         *
-         * @param value true, false, or null for unset
-         * @return this builder
-         */
-        public Builder multiBuffer(Boolean value) {
-            return put(ConfigKey.MULTI_BUFFER, value);
+        public <T> Builder set(ConfigKey<T> key, T value) {
+            Objects.requireNonNull(key, "key");
+            String written = value == null ? "none" : key.isSecret() ? "(secret)" : key.display(value);
+            if (value instanceof Number n) {
+                written = n.toString();
+            }
+            values.put(key.name(), new Pending(new RawSetting(key.name(), value, written, ConfigOrigin.BUILDER), false));
+            return this;
         }
 
         /**
@@ -500,7 +340,7 @@ public final class UcxConfig {
         public Builder environment(String name, String value) {
             Objects.requireNonNull(name, "name");
             String path = ConfigSchema.ENVIRONMENT + "." + ConfigSchema.normalize(name);
-            values.put(path, new RawSetting(path, value, value, ConfigOrigin.BUILDER));
+            values.put(path, new Pending(new RawSetting(path, value, value, ConfigOrigin.BUILDER), false));
             return this;
         }
 
@@ -516,106 +356,6 @@ public final class UcxConfig {
         }
 
         /**
-         * Sets {@code memory-pool.size}.
-         *
-         * @param bytes the size in bytes, or null for no pool
-         * @return this builder
-         */
-        public Builder memoryPoolSize(Long bytes) {
-            return put(ConfigKey.MEMORY_POOL_SIZE, bytes);
-        }
-
-        /**
-         * Sets {@code memory-pool.maximum-size}.
-         *
-         * @param bytes the size in bytes, or null for unset
-         * @return this builder
-         */
-        public Builder memoryPoolMaximumSize(Long bytes) {
-            return put(ConfigKey.MEMORY_POOL_MAXIMUM_SIZE, bytes);
-        }
-
-        /**
-         * Sets {@code connect-timeout}.
-         *
-         * @param timeout a non-negative duration
-         * @return this builder
-         */
-        public Builder connectTimeout(Duration timeout) {
-            return put(ConfigKey.CONNECT_TIMEOUT, Objects.requireNonNull(timeout, "timeout"));
-        }
-
-        /**
-         * Sets {@code net-devices}.
-         *
-         * @param devices for example {@code mlx5_0:1}, or null for unset
-         * @return this builder
-         */
-        public Builder netDevices(String devices) {
-            return put(ConfigKey.NET_DEVICES, devices);
-        }
-
-        /**
-         * Sets {@code progress-mode}.
-         *
-         * @param mode the mode
-         * @return this builder
-         */
-        public Builder progressMode(ProgressMode mode) {
-            return put(ConfigKey.PROGRESS_MODE, Objects.requireNonNull(mode, "mode"));
-        }
-
-        /**
-         * Sets {@code peer-error-handling}.
-         *
-         * @param enabled false to let UCX use transports that cannot detect a dead peer (shared memory)
-         * @return this builder
-         */
-        public Builder peerErrorHandling(boolean enabled) {
-            return put(ConfigKey.PEER_ERROR_HANDLING, enabled);
-        }
-
-        /**
-         * Sets {@code max-frames}.
-         *
-         * @param frames at least 1
-         * @return this builder
-         */
-        public Builder maxFrames(int frames) {
-            return put(ConfigKey.MAX_FRAMES, frames);
-        }
-
-        /**
-         * Sets {@code max-frame-size}.
-         *
-         * @param bytes the largest frame in bytes
-         * @return this builder
-         */
-        public Builder maxFrameSize(long bytes) {
-            return put(ConfigKey.MAX_FRAME_SIZE, bytes);
-        }
-
-        /**
-         * Sets {@code auth.secret}.
-         *
-         * @param secret the shared secret, or null for unset
-         * @return this builder
-         */
-        public Builder authSecret(String secret) {
-            return put(ConfigKey.AUTH_SECRET, secret);
-        }
-
-        /**
-         * Sets {@code auth.secret-file}.
-         *
-         * @param file the file holding the secret, or null for unset
-         * @return this builder
-         */
-        public Builder authSecretFile(String file) {
-            return put(ConfigKey.AUTH_SECRET_FILE, file);
-        }
-
-        /**
          * Sets any key from text, as a file or variable would: {@code set("memory-pool.size", "1GB")},
          * {@code set("environment.log-level", "info")}; {@code none} means unset. The value is
          * checked by {@link #build()}.
@@ -623,19 +363,24 @@ public final class UcxConfig {
          * @param key a canonical key ({@code _} and {@code -} alike, case-insensitive)
          * @param value the value as text
          * @return this builder
-         * @throws UcxConfigException when the key is unknown
+         * @throws UcxConfigException when the key is unknown (neither registered nor of a ucx4j module
+         *     that is not on the path)
          */
         public Builder set(String key, String value) {
             Objects.requireNonNull(key, "key");
-            ConfigLayer parsed = new ConfigLayer("builder", true);
-            ConfigNamespace.UCX4J.accept(parsed, ConfigSchema.normalize(key), LiteralValues.noneToNull(value),
-                    value, ConfigOrigin.BUILDER.description());
-            parsed.settings().forEach(s -> values.put(s.path(), s));
+            String path = ConfigSchema.normalize(key);
+            ConfigSchema schema = ConfigRegistry.discovered().schema();
+            if (schema.classify(path, false) instanceof ConfigSchema.Unknown) {
+                throw ConfigErrors.unknownKey(path, value, ConfigOrigin.BUILDER, schema);
+            }
+            values.put(path, new Pending(new RawSetting(path, LiteralValues.noneToNull(value), value,
+                    ConfigOrigin.BUILDER), true));
             return this;
         }
 
         /**
-         * Loads the other sources (system properties, environment, YAML file) and resolves every key.
+         * Loads the other sources (system properties, environment, YAML file) and resolves every
+         * registered key.
          *
          * @return the configuration
          * @throws UcxConfigException naming the key, value and source of the first problem found;
@@ -653,15 +398,31 @@ public final class UcxConfig {
          * @return the configuration
          */
         UcxConfig build(ConfigSources sources) {
-            ConfigLayer layer = new ConfigLayer("builder", true);
-            values.values().forEach(layer::add);
-            return new UcxConfig(ConfigLoader.load(sources, layer));
+            return build(sources, ConfigRegistry.discovered());
         }
 
-        private Builder put(ConfigKey<?> key, Object value) {
-            String written = value == null ? "none" : key.secret() ? "(secret)" : String.valueOf(value);
-            values.put(key.name(), new RawSetting(key.name(), value, written, ConfigOrigin.BUILDER));
-            return this;
+        /**
+         * As {@link #build(ConfigSources)}, with the given keys instead of the modules found on the path.
+         *
+         * @param sources the sources
+         * @param registry the keys
+         * @return the configuration
+         */
+        UcxConfig build(ConfigSources sources, ConfigRegistry registry) {
+            ConfigLayer layer = new ConfigLayer("builder", true);
+            for (Pending p : values.values()) {
+                RawSetting s = p.setting();
+                if (p.text()) {
+                    ConfigNamespace.UCX4J.accept(layer, registry.schema(), s.path(), s.value(), s.written(),
+                            s.origin().description());
+                } else if (registry.named(s.path()) != null || s.path().startsWith(ConfigSchema.ENVIRONMENT + ".")) {
+                    layer.add(s);
+                } else {
+                    throw ConfigErrors.unknownKey(s.path(), s.written(), s.origin(), registry.schema());
+                }
+            }
+            return new UcxConfig(registry, ConfigResolution.resolve(registry,
+                    ConfigLoader.load(sources, layer, registry.schema())));
         }
     }
 }

@@ -63,8 +63,8 @@ public record WorkerOptions(ProgressMode progressMode, Duration connectTimeout, 
      * @return the options
      */
     public static WorkerOptions from(UcxConfig config) {
-        return builder().progressMode(config.progressMode()).connectTimeout(config.connectTimeout())
-                .peerErrorHandling(config.peerErrorHandling()).build();
+        return builder().progressMode(config.get(UcxKeys.PROGRESS_MODE)).connectTimeout(config.get(UcxKeys.CONNECT_TIMEOUT))
+                .peerErrorHandling(config.get(UcxKeys.PEER_ERROR_HANDLING)).build();
     }
 
     /**

@@ -15,7 +15,7 @@ class ConfigAppliedTest {
     @Test
     void tcpOnlyConfigMakesUcxUseOnlyTcp() throws Exception {
         NativeRequirement.assumeUcx();
-        UcxConfig config = UcxConfig.builder().tcp(true).build();
+        UcxConfig config = UcxConfig.builder().set(UcxKeys.TCP, true).build();
         try (UcxContext ctx = UcxContext.builder().config(config).build()) {
             assertEquals(java.util.List.of("tcp"), ctx.transports(), "resources: " + ctx.resources());
             String effective = ctx.describeConfig();
@@ -34,7 +34,7 @@ class ConfigAppliedTest {
     @Test
     void builderOptionsWinOverConfigAndBadOptionsNameTheKey() {
         NativeRequirement.assumeUcx();
-        UcxConfig config = UcxConfig.builder().tcp(true).build();
+        UcxConfig config = UcxConfig.builder().set(UcxKeys.TCP, true).build();
         try (UcxContext ctx = UcxContext.builder().config(config).option("TLS", "tcp,self").build()) {
             assertTrue(ctx.describeConfig().contains("UCX_TLS=tcp,self\n"));
         }
@@ -49,13 +49,13 @@ class ConfigAppliedTest {
     @Test
     void workerOptionsComeFromTheConfig() {
         NativeRequirement.assumeUcx();
-        UcxConfig config = UcxConfig.builder().progressMode(ProgressMode.CALLER)
-                .connectTimeout(Duration.ofMillis(1500)).peerErrorHandling(false).build();
+        UcxConfig config = UcxConfig.builder().set(UcxKeys.PROGRESS_MODE, ProgressMode.CALLER)
+                .set(UcxKeys.CONNECT_TIMEOUT, Duration.ofMillis(1500)).set(UcxKeys.PEER_ERROR_HANDLING, false).build();
         try (UcxContext ctx = UcxContext.builder().config(config).build(); UcxWorker w = ctx.newWorker()) {
             assertEquals(ProgressMode.CALLER, w.progressMode());
             assertEquals(Duration.ofMillis(1500), w.options().connectTimeout());
             assertEquals(false, w.options().peerErrorHandling());
         }
-        assertTrue(UcxConfig.builder().build().peerErrorHandling(), "peer error handling is on by default");
+        assertTrue(UcxConfig.builder().build().get(UcxKeys.PEER_ERROR_HANDLING), "peer error handling is on by default");
     }
 }

@@ -17,20 +17,25 @@ final class TestConfigSources {
         return new ConfigSources(env, props, searchPath);
     }
 
+    /** Builds with the core's keys and the stand-ins for the comm and cuda keys ({@link ModuleKeysForTests}). */
+    static UcxConfig build(UcxConfig.Builder builder, ConfigSources sources) {
+        return builder.build(sources, ModuleKeysForTests.ALL_MODULES);
+    }
+
     static UcxConfig fromEnv(Map<String, String> env) {
-        return UcxConfig.builder().build(sources(env, Map.of(), List.of()));
+        return build(UcxConfig.builder(), sources(env, Map.of(), List.of()));
     }
 
     static UcxConfig fromProps(Map<String, String> props) {
-        return UcxConfig.builder().build(sources(Map.of(), props, List.of()));
+        return build(UcxConfig.builder(), sources(Map.of(), props, List.of()));
     }
 
     static UcxConfig fromFile(Path file) {
-        return UcxConfig.builder().build(sources(Map.of(), Map.of(), List.of(file)));
+        return build(UcxConfig.builder(), sources(Map.of(), Map.of(), List.of(file)));
     }
 
     static UcxConfig from(UcxConfig.Builder builder) {
-        return builder.build(sources(Map.of(), Map.of(), List.of()));
+        return build(builder, sources(Map.of(), Map.of(), List.of()));
     }
 
     static Path yaml(Path dir, String text) {

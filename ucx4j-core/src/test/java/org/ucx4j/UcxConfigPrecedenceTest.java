@@ -9,35 +9,21 @@ import static org.ucx4j.TestConfigSources.yaml;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalLong;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
-import org.ucx4j.internal.config.DeprecationWarnings;
 
 /** Which source wins, key by key, and the legacy fallback. */
 class UcxConfigPrecedenceTest {
     @TempDir
     Path dir;
 
-    private final List<String> warnings = new ArrayList<>();
-
-    @BeforeEach
-    void observeWarnings() {
-        DeprecationWarnings.resetForTesting();
-        DeprecationWarnings.observeForTesting((key, message) -> warnings.add(message));
-    }
-
-    @AfterEach
-    void stopObserving() {
-        DeprecationWarnings.observeForTesting(null);
-        DeprecationWarnings.resetForTesting();
-    }
+    @RegisterExtension
+    final RecordedConfigWarnings recorded = new RecordedConfigWarnings();
+    private final List<String> warnings = recorded.messages();
 
     private String source(UcxConfig config, String key) {
         return config.entries().stream().filter(e -> e.key().equals(key)).findFirst().orElseThrow().source();
@@ -78,30 +64,29 @@ class UcxConfigPrecedenceTest {
                 "DASK_DISTRIBUTED__COMM__UCX__TCP", "true",
                 "DASK_UCX__RDMACM", "true");
         Map<String, String> props = Map.of("ucx4j.connect-timeout", "2s", "ucx4j.progress-mode", "caller");
-        UcxConfig config = UcxConfig.builder().connectTimeout(Duration.ofSeconds(1))
-                .build(sources(env, props, List.of(file)));
+        UcxConfig config = TestConfigSources.build(UcxConfig.builder().set(UcxKeys.CONNECT_TIMEOUT, Duration.ofSeconds(1)), sources(env, props, List.of(file)));
 
-        assertEquals(Duration.ofSeconds(1), config.connectTimeout());
+        assertEquals(Duration.ofSeconds(1), config.get(UcxKeys.CONNECT_TIMEOUT));
         assertEquals("builder", source(config, "connect-timeout"));
-        assertEquals(ProgressMode.CALLER, config.progressMode());
+        assertEquals(ProgressMode.CALLER, config.get(UcxKeys.PROGRESS_MODE));
         assertEquals("-Ducx4j.progress-mode", source(config, "progress-mode"));
-        assertEquals(Optional.of("from-ucx4j-env"), config.netDevices());
+        assertEquals(Optional.of("from-ucx4j-env"), config.find(UcxKeys.NET_DEVICES));
         assertEquals("env UCX4J__NET_DEVICES", source(config, "net-devices"));
-        assertEquals(4, config.maxFrames());
+        assertEquals(4, config.get(ModuleKeysForTests.MAX_FRAMES));
         assertEquals(file + ":4", source(config, "max-frames"));
         // Dask's env beats Dask's YAML, as in Dask.
-        assertEquals(Optional.of(true), config.multiBuffer());
+        assertEquals(Optional.of(true), config.find(ModuleKeysForTests.MULTI_BUFFER));
         assertEquals(file + ":9 (distributed-ucxx.multi-buffer)", source(config, "multi-buffer"));
-        assertEquals(OptionalLong.of(5_000_000_000L), config.memoryPoolSize());
+        assertEquals(Optional.of(5_000_000_000L), config.find(ModuleKeysForTests.MEMORY_POOL_SIZE));
         // Legacy keys fill in what nothing newer sets.
-        assertEquals(Optional.of(true), config.tcp());
+        assertEquals(Optional.of(true), config.find(UcxKeys.TCP));
         assertEquals("env DASK_DISTRIBUTED__COMM__UCX__TCP (distributed.comm.ucx.tcp)", source(config, "tcp"));
-        assertEquals(Optional.of(true), config.createCudaContext());
-        assertEquals(Optional.of(true), config.infiniband());
-        assertEquals(Optional.of(true), config.rdmacm());
+        assertEquals(Optional.of(true), config.find(UcxKeys.CREATE_CUDA_CONTEXT));
+        assertEquals(Optional.of(true), config.find(UcxKeys.INFINIBAND));
+        assertEquals(Optional.of(true), config.find(UcxKeys.RDMACM));
         assertEquals("env DASK_UCX__RDMACM (ucx.rdmacm)", source(config, "rdmacm"));
         assertEquals("default", source(config, "max-frame-size"));
-        assertEquals(64L << 30, config.maxFrameSize());
+        assertEquals(64L << 30, config.get(ModuleKeysForTests.MAX_FRAME_SIZE));
         assertEquals(file, config.configFile().orElseThrow());
         assertEquals("rc,tcp", config.ucxSettings().contextOptions().get("TLS"));
         assertEquals("rdmacm", config.ucxSettings().contextOptions().get("SOCKADDR_TLS_PRIORITY"));
@@ -110,15 +95,15 @@ class UcxConfigPrecedenceTest {
     @Test
     void daskEnvironmentBeatsDaskFileButNotUcx4jFile() {
         Path file = yaml(dir, ALL_SOURCES_YAML);
-        UcxConfig config = UcxConfig.builder().build(sources(
+        UcxConfig config = TestConfigSources.build(UcxConfig.builder(), sources(
                 Map.of("DASK_DISTRIBUTED_UCXX__MAX_FRAMES", "55", "DASK_DISTRIBUTED_UCXX__CONNECT_TIMEOUT", "55s"),
                 Map.of(), List.of(file)));
-        assertEquals(4, config.maxFrames());
-        assertEquals(Duration.ofSeconds(4), config.connectTimeout());
-        UcxConfig withoutUcx4jBlock = UcxConfig.builder().build(sources(
+        assertEquals(4, config.get(ModuleKeysForTests.MAX_FRAMES));
+        assertEquals(Duration.ofSeconds(4), config.get(UcxKeys.CONNECT_TIMEOUT));
+        UcxConfig withoutUcx4jBlock = TestConfigSources.build(UcxConfig.builder(), sources(
                 Map.of("DASK_DISTRIBUTED_UCXX__MAX_FRAMES", "55"), Map.of(),
                 List.of(yaml(dir, ALL_SOURCES_YAML.replaceFirst("(?s)ucx4j:.*?distributed-ucxx:", "distributed-ucxx:")))));
-        assertEquals(55, withoutUcx4jBlock.maxFrames());
+        assertEquals(55, withoutUcx4jBlock.get(ModuleKeysForTests.MAX_FRAMES));
     }
 
     @Test
@@ -127,8 +112,8 @@ class UcxConfigPrecedenceTest {
                 "DASK_DISTRIBUTED_UCXX__NVLINK", "false",
                 "DASK_DISTRIBUTED__COMM__UCX__NVLINK", "true",
                 "DASK_DISTRIBUTED__COMM__UCX__TCP", "true"));
-        assertEquals(Optional.of(false), config.nvlink());
-        assertEquals(Optional.of(true), config.tcp());
+        assertEquals(Optional.of(false), config.find(UcxKeys.NVLINK));
+        assertEquals(Optional.of(true), config.find(UcxKeys.TCP));
         assertEquals("tcp", config.ucxSettings().contextOptions().get("TLS"));
         // Only the legacy key actually read warns.
         assertEquals(1, warnings.size(), warnings.toString());
@@ -142,13 +127,13 @@ class UcxConfigPrecedenceTest {
         UcxConfig config = fromEnv(Map.of(
                 "DASK_DISTRIBUTED_UCXX__TCP", "none",
                 "DASK_DISTRIBUTED__COMM__UCX__TCP", "true"));
-        assertEquals(Optional.of(true), config.tcp());
+        assertEquals(Optional.of(true), config.find(UcxKeys.TCP));
     }
 
     @Test
     void ucx4jNoneWinsOverLowerSources() {
         UcxConfig config = fromEnv(Map.of("UCX4J__TCP", "none", "DASK_DISTRIBUTED_UCXX__TCP", "true"));
-        assertEquals(Optional.empty(), config.tcp());
+        assertEquals(Optional.empty(), config.find(UcxKeys.TCP));
         assertEquals("env UCX4J__TCP", source(config, "tcp"));
     }
 
@@ -164,8 +149,8 @@ class UcxConfigPrecedenceTest {
                       tcp: true
                       nvlink: true
                 """));
-        assertEquals(Optional.of(false), config.tcp());
-        assertEquals(Optional.of(true), config.nvlink());
+        assertEquals(Optional.of(false), config.find(UcxKeys.TCP));
+        assertEquals(Optional.of(true), config.find(UcxKeys.NVLINK));
     }
 
     @Test
@@ -182,14 +167,14 @@ class UcxConfigPrecedenceTest {
     @Test
     void legacyPoolSizeVariable() {
         UcxConfig config = fromEnv(Map.of("DASK_DISTRIBUTED__RMM__POOL_SIZE", "1000.00 MB"));
-        assertEquals(OptionalLong.of(1_000_000_000L), config.memoryPoolSize());
+        assertEquals(Optional.of(1_000_000_000L), config.find(ModuleKeysForTests.MEMORY_POOL_SIZE));
         assertEquals("env DASK_DISTRIBUTED__RMM__POOL_SIZE (distributed.rmm.pool-size)", source(config, "memory-pool.size"));
     }
 
     @Test
     void distributedUcxxPoolSizeVariable() {
         UcxConfig config = fromEnv(Map.of("DASK_DISTRIBUTED_UCXX__RMM__POOL_SIZE", "1000.00 MB"));
-        assertEquals(OptionalLong.of(1_000_000_000L), config.memoryPoolSize());
+        assertEquals(Optional.of(1_000_000_000L), config.find(ModuleKeysForTests.MEMORY_POOL_SIZE));
         assertTrue(warnings.isEmpty(), warnings.toString());
     }
 
@@ -202,7 +187,7 @@ class UcxConfigPrecedenceTest {
                 "distributed:\n  rmm:\n    pool-size: \"1000.00 MB\"\n",
                 "distributed:\n  comm:\n    ucx:\n      rmm:\n        pool-size: 1000.00 MB\n")) {
             UcxConfig config = fromFile(yaml(dir, yaml));
-            assertEquals(OptionalLong.of(1_000_000_000L), config.memoryPoolSize(), yaml);
+            assertEquals(Optional.of(1_000_000_000L), config.find(ModuleKeysForTests.MEMORY_POOL_SIZE), yaml);
             assertTrue(source(config, "memory-pool.size").startsWith(dir.resolve("ucx4j.yaml") + ":"), yaml);
         }
     }
@@ -213,7 +198,7 @@ class UcxConfigPrecedenceTest {
                 "DASK_UCX__NET_DEVICES", "mlx5_0:1", "DASK_RMM__POOL_SIZE", "1GB"));
         assertEquals(Map.of("TLS", "tcp,cuda_copy", "SOCKADDR_TLS_PRIORITY", "tcp", "NET_DEVICES", "mlx5_0:1"),
                 config.ucxSettings().contextOptions());
-        assertEquals(OptionalLong.of(1_000_000_000L), config.memoryPoolSize());
+        assertEquals(Optional.of(1_000_000_000L), config.find(ModuleKeysForTests.MEMORY_POOL_SIZE));
     }
 
     @Test
@@ -230,7 +215,7 @@ class UcxConfigPrecedenceTest {
                       environment:
                         max-rndv-rails: 1
                 """);
-        UcxConfig config = UcxConfig.builder().environment("rndv_thresh", "4096").build(sources(
+        UcxConfig config = TestConfigSources.build(UcxConfig.builder().environment("rndv_thresh", "4096"), sources(
                 Map.of("UCX4J__ENVIRONMENT__LOG_LEVEL", "debug", "UCX4J__ENVIRONMENT__MEMTYPE_CACHE", "none"),
                 Map.of(), List.of(file)));
         assertEquals(Map.of("log-level", "debug", "rndv-thresh", "4096", "max-rndv-rails", "1"), config.environment());
@@ -249,9 +234,9 @@ class UcxConfigPrecedenceTest {
                 "ucx4j.environment.some-key", "v",
                 "ucx4j.ucx.library", "/opt/ucx/lib/libucp.so",
                 "user.home", "/home/x"));
-        assertEquals(Optional.of(true), config.tcp());
-        assertEquals(OptionalLong.of(1_000_000_000L), config.memoryPoolSize());
-        assertEquals(OptionalLong.of(2L << 30), config.memoryPoolMaximumSize());
+        assertEquals(Optional.of(true), config.find(UcxKeys.TCP));
+        assertEquals(Optional.of(1_000_000_000L), config.find(ModuleKeysForTests.MEMORY_POOL_SIZE));
+        assertEquals(Optional.of(2L << 30), config.find(ModuleKeysForTests.MEMORY_POOL_MAXIMUM_SIZE));
         assertEquals("v", config.ucxSettings().contextOptions().get("SOME_KEY"));
     }
 
@@ -259,20 +244,20 @@ class UcxConfigPrecedenceTest {
     void explicitConfigFileReplacesTheSearch(@TempDir Path other) {
         Path searched = yaml(dir, "ucx4j:\n  max-frames: 1\n");
         Path explicit = yaml(other, "ucx4j:\n  max-frames: 2\n");
-        UcxConfig viaEnv = UcxConfig.builder().build(sources(Map.of("UCX4J_CONFIG", explicit.toString()), Map.of(),
+        UcxConfig viaEnv = TestConfigSources.build(UcxConfig.builder(), sources(Map.of("UCX4J_CONFIG", explicit.toString()), Map.of(),
                 List.of(searched)));
-        assertEquals(2, viaEnv.maxFrames());
-        UcxConfig viaSearch = UcxConfig.builder().build(sources(Map.of(), Map.of(),
+        assertEquals(2, viaEnv.get(ModuleKeysForTests.MAX_FRAMES));
+        UcxConfig viaSearch = TestConfigSources.build(UcxConfig.builder(), sources(Map.of(), Map.of(),
                 List.of(dir.resolve("missing.yaml"), searched)));
-        assertEquals(1, viaSearch.maxFrames());
+        assertEquals(1, viaSearch.get(ModuleKeysForTests.MAX_FRAMES));
     }
 
     @Test
     void builderSetUsesTextSyntax() {
         UcxConfig config = TestConfigSources.from(UcxConfig.builder()
                 .set("memory_pool.size", "512MiB").set("connect-timeout", "250ms").set("TCP", "yes"));
-        assertEquals(OptionalLong.of(512L << 20), config.memoryPoolSize());
-        assertEquals(Duration.ofMillis(250), config.connectTimeout());
-        assertEquals(Optional.of(true), config.tcp());
+        assertEquals(Optional.of(512L << 20), config.find(ModuleKeysForTests.MEMORY_POOL_SIZE));
+        assertEquals(Duration.ofMillis(250), config.get(UcxKeys.CONNECT_TIMEOUT));
+        assertEquals(Optional.of(true), config.find(UcxKeys.TCP));
     }
 }

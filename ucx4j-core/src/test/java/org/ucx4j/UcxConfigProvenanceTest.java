@@ -20,13 +20,15 @@ class UcxConfigProvenanceTest {
     @Test
     void everyKeyHasAValueAndASource() {
         Path file = yaml(dir, "# comment\nucx4j:\n  tcp: true\n  environment:\n    log-level: info\n");
-        UcxConfig config = UcxConfig.builder().maxFrames(10).build(sources(
+        UcxConfig config = TestConfigSources.build(UcxConfig.builder().set(ModuleKeysForTests.MAX_FRAMES, 10), sources(
                 Map.of("UCX4J__MEMORY_POOL__SIZE", "1GB"), Map.of("ucx4j.net-devices", "mlx5_0:1"), List.of(file)));
         Map<String, ConfigEntry> byKey = new LinkedHashMap<>();
         config.entries().forEach(e -> byKey.put(e.key(), e));
-        assertEquals(List.of("tcp", "nvlink", "infiniband", "rdmacm", "cuda-copy", "create-cuda-context", "multi-buffer",
-                "memory-pool.size", "memory-pool.maximum-size", "connect-timeout", "net-devices", "progress-mode", "peer-error-handling",
-                "max-frames", "max-frame-size", "auth.secret", "auth.secret-file", "environment.log-level"),
+        // The core's keys, then each module's (by module name), then the environment entries.
+        assertEquals(List.of("tcp", "nvlink", "infiniband", "rdmacm", "cuda-copy", "create-cuda-context",
+                "connect-timeout", "net-devices", "progress-mode", "peer-error-handling",
+                "multi-buffer", "max-frames", "max-frame-size", "auth.secret", "auth.secret-file",
+                "memory-pool.size", "memory-pool.maximum-size", "environment.log-level"),
                 List.copyOf(byKey.keySet()));
         assertEquals(new ConfigEntry("tcp", "true", file + ":3"), byKey.get("tcp"));
         assertEquals(new ConfigEntry("nvlink", "none", "default"), byKey.get("nvlink"));
@@ -45,8 +47,7 @@ class UcxConfigProvenanceTest {
     @SuppressWarnings("unchecked")
     void jsonFriendlyForm() {
         Path file = yaml(dir, "ucx4j:\n  tcp: true\n  environment:\n    log-level: info\n");
-        UcxConfig config = UcxConfig.builder().memoryPoolSize(1L << 30).authSecret("s3cret")
-                .build(sources(Map.of(), Map.of(), List.of(file)));
+        UcxConfig config = TestConfigSources.build(UcxConfig.builder().set(ModuleKeysForTests.MEMORY_POOL_SIZE, 1L << 30).set(ModuleKeysForTests.AUTH_SECRET, "s3cret"), sources(Map.of(), Map.of(), List.of(file)));
         Map<String, Object> map = config.toMap();
         assertEquals(file.toString(), map.get("file"));
         Map<String, Object> keys = (Map<String, Object>) map.get("keys");

@@ -93,12 +93,12 @@ class UcxConfigValidationTest {
                 dataframe:
                   shuffle-compression: null
                 """);
-        UcxConfig config = UcxConfig.builder().build(sources(Map.of(
+        UcxConfig config = TestConfigSources.build(UcxConfig.builder(), sources(Map.of(
                 "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING", "True",
                 "DASK_DISTRIBUTED_UCXX__SOMETHING_NEW", "1",
                 "DASK_UCX__REUSE_ENDPOINTS", "False",
                 "UCX4J_UCX_LIBRARY", "/opt/ucx/lib/libucp.so"), Map.of(), List.of(file)));
-        assertEquals(Optional.of(true), config.tcp());
+        assertEquals(Optional.of(true), config.find(UcxKeys.TCP));
     }
 
     @Test
@@ -130,7 +130,7 @@ class UcxConfigValidationTest {
     void negativeSize() {
         Path file = yaml(dir, "ucx4j:\n  memory-pool:\n    size: -1GB\n");
         fails(() -> fromFile(file), "'-1GB'", "'memory-pool.size'", file + ":3", "negative");
-        fails(() -> from(UcxConfig.builder().memoryPoolSize(-5L)), "'-5'", "'memory-pool.size'", "builder", "negative");
+        fails(() -> from(UcxConfig.builder().set(ModuleKeysForTests.MEMORY_POOL_SIZE, -5L)), "'-5'", "'memory-pool.size'", "builder", "negative");
         fails(() -> fromProps(Map.of("ucx4j.max-frame-size", "-1")), "'-1'", "'max-frame-size'", "-Ducx4j.max-frame-size");
     }
 
@@ -142,6 +142,24 @@ class UcxConfigValidationTest {
         fails(() -> fromEnv(Map.of("UCX4J__PROGRESS_MODE", "turbo")), "'turbo'", "'progress-mode'", "thread-blocking");
         fails(() -> fromEnv(Map.of("UCX4J__MEMORY_POOL__SIZE", "1.5")), "'1.5'", "whole");
         fails(() -> fromEnv(Map.of("UCX4J__MEMORY_POOL__SIZE", "1 GX")), "'1 GX'", "unknown size unit");
+    }
+
+    @Test
+    void rangesAreCheckedAtLoadNamingKeyValueAndSource() {
+        // connect-timeout 0 used to load and fail at the first connection.
+        UcxConfigException e = fails(() -> fromEnv(Map.of("UCX4J__CONNECT_TIMEOUT", "0")),
+                "invalid value '0' for ucx4j config key 'connect-timeout' from env UCX4J__CONNECT_TIMEOUT",
+                "must be from 1ms to 1d");
+        assertEquals(Optional.of("connect-timeout"), e.key());
+        assertEquals(Optional.of("env UCX4J__CONNECT_TIMEOUT"), e.source());
+        fails(() -> fromProps(Map.of("ucx4j.connect-timeout", "2d")), "'2d'", "-Ducx4j.connect-timeout", "1ms to 1d");
+        fails(() -> from(UcxConfig.builder().set(UcxKeys.CONNECT_TIMEOUT, java.time.Duration.ZERO)), "'0s'",
+                "'connect-timeout'", "builder", "1ms to 1d");
+        fails(() -> fromEnv(Map.of("DASK_DISTRIBUTED_UCXX__CONNECT_TIMEOUT", "0s")), "'connect-timeout'",
+                "env DASK_DISTRIBUTED_UCXX__CONNECT_TIMEOUT");
+        fails(() -> fromEnv(Map.of("UCX4J__MAX_FRAME_SIZE", "0")), "'0'", "'max-frame-size'", "at least 1 byte");
+        assertEquals(java.time.Duration.ofMillis(1),
+                fromEnv(Map.of("UCX4J__CONNECT_TIMEOUT", "1ms")).get(UcxKeys.CONNECT_TIMEOUT));
     }
 
     @Test
@@ -191,20 +209,20 @@ class UcxConfigValidationTest {
 
     @Test
     void missingExplicitConfigFile() {
-        fails(() -> UcxConfig.builder().build(sources(Map.of("UCX4J_CONFIG", "/nonexistent/ucx4j.yaml"), Map.of(), List.of())),
+        fails(() -> TestConfigSources.build(UcxConfig.builder(), sources(Map.of("UCX4J_CONFIG", "/nonexistent/ucx4j.yaml"), Map.of(), List.of())),
                 "/nonexistent/ucx4j.yaml", "env UCX4J_CONFIG", "does not exist");
     }
 
     @Test
     void secretsAreNeverEchoed() {
         // Every string is a valid secret; check the display paths instead.
-        UcxConfig config = from(UcxConfig.builder().authSecret("hunter2").authSecretFile("/run/secret"));
-        assertEquals(Optional.of("hunter2"), config.authSecret());
+        UcxConfig config = from(UcxConfig.builder().set(ModuleKeysForTests.AUTH_SECRET, "hunter2").set(ModuleKeysForTests.AUTH_SECRET_FILE, "/run/secret"));
+        assertEquals(Optional.of("hunter2"), config.find(ModuleKeysForTests.AUTH_SECRET));
         assertFalse(config.toString().contains("hunter2"), config.toString());
         assertFalse(config.toMap().toString().contains("hunter2"));
         assertTrue(config.entries().contains(new ConfigEntry("auth.secret", "(set)", "builder")));
         assertTrue(config.entries().contains(new ConfigEntry("auth.secret-file", "/run/secret", "builder")));
-        UcxConfigException e = fails(() -> from(UcxConfig.builder().authSecret("   ")), "'auth.secret'", "builder", "(secret)");
+        UcxConfigException e = fails(() -> from(UcxConfig.builder().set(ModuleKeysForTests.AUTH_SECRET, "   ")), "'auth.secret'", "builder", "(secret)");
         assertEquals(Optional.empty(), e.value());
         assertEquals(Optional.of("auth.secret"), e.key());
     }
@@ -212,7 +230,7 @@ class UcxConfigValidationTest {
     @Test
     void anErrorInALosingSourceIsStillReported() {
         Path file = yaml(dir, "ucx4j:\n  tcp: maybe\n");
-        fails(() -> UcxConfig.builder().tcp(true).build(sources(Map.of(), Map.of(), List.of(file))), "'maybe'", file + ":2");
+        fails(() -> TestConfigSources.build(UcxConfig.builder().set(UcxKeys.TCP, true), sources(Map.of(), Map.of(), List.of(file))), "'maybe'", file + ":2");
     }
 
     @Test

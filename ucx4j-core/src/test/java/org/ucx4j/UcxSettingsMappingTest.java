@@ -21,22 +21,22 @@ class UcxSettingsMappingTest {
 
     @Test
     void tcpOnly() {
-        assertEquals(Map.of("TLS", "tcp", "SOCKADDR_TLS_PRIORITY", "tcp"), context(UcxConfig.builder().tcp(true)));
+        assertEquals(Map.of("TLS", "tcp", "SOCKADDR_TLS_PRIORITY", "tcp"), context(UcxConfig.builder().set(UcxKeys.TCP, true)));
     }
 
     @Test
     void tcpAndCudaCopy() {
-        assertEquals("tcp,cuda_copy", context(UcxConfig.builder().tcp(true).cudaCopy(true)).get("TLS"));
+        assertEquals("tcp,cuda_copy", context(UcxConfig.builder().set(UcxKeys.TCP, true).set(UcxKeys.CUDA_COPY, true)).get("TLS"));
     }
 
     @Test
     void nvlinkAddsCudaCopyAndCudaIpc() {
-        assertEquals("tcp,cuda_copy,cuda_ipc", context(UcxConfig.builder().nvlink(true)).get("TLS"));
+        assertEquals("tcp,cuda_copy,cuda_ipc", context(UcxConfig.builder().set(UcxKeys.NVLINK, true)).get("TLS"));
     }
 
     @Test
     void infinibandPrefixesRc() {
-        Map<String, String> ctx = context(UcxConfig.builder().tcp(true).infiniband(true));
+        Map<String, String> ctx = context(UcxConfig.builder().set(UcxKeys.TCP, true).set(UcxKeys.INFINIBAND, true));
         assertEquals("rc,tcp", ctx.get("TLS"));
         assertEquals("tcp", ctx.get("SOCKADDR_TLS_PRIORITY"));
     }
@@ -44,7 +44,7 @@ class UcxSettingsMappingTest {
     @Test
     void allOn() {
         Map<String, String> ctx = context(UcxConfig.builder()
-                .tcp(true).nvlink(true).infiniband(true).rdmacm(true).cudaCopy(true));
+                .set(UcxKeys.TCP, true).set(UcxKeys.NVLINK, true).set(UcxKeys.INFINIBAND, true).set(UcxKeys.RDMACM, true).set(UcxKeys.CUDA_COPY, true));
         assertEquals("rc,tcp,cuda_copy,cuda_ipc", ctx.get("TLS"));
         assertEquals("rdmacm", ctx.get("SOCKADDR_TLS_PRIORITY"));
         assertEquals(List.of("TLS", "SOCKADDR_TLS_PRIORITY"), List.copyOf(ctx.keySet()));
@@ -54,18 +54,18 @@ class UcxSettingsMappingTest {
     void allNullGivesNoSettings() {
         UcxConfig config = from(UcxConfig.builder());
         assertTrue(config.ucxSettings().isEmpty());
-        assertTrue(config.tcp().isEmpty());
+        assertTrue(config.find(UcxKeys.TCP).isEmpty());
     }
 
     @Test
     void falseEverywhereGivesNoSettings() {
-        assertTrue(from(UcxConfig.builder().tcp(false).nvlink(false).infiniband(false).cudaCopy(true).rdmacm(true))
+        assertTrue(from(UcxConfig.builder().set(UcxKeys.TCP, false).set(UcxKeys.NVLINK, false).set(UcxKeys.INFINIBAND, false).set(UcxKeys.CUDA_COPY, true).set(UcxKeys.RDMACM, true))
                 .ucxSettings().isEmpty());
     }
 
     @Test
     void netDevicesAndEnvironmentEntries() {
-        Map<String, String> ctx = context(UcxConfig.builder().tcp(true).netDevices("mlx5_0:1")
+        Map<String, String> ctx = context(UcxConfig.builder().set(UcxKeys.TCP, true).set(UcxKeys.NET_DEVICES, "mlx5_0:1")
                 .environment("rndv-thresh", "8192").environment("MAX_RNDV_RAILS", "1"));
         assertEquals(Map.of("TLS", "tcp", "SOCKADDR_TLS_PRIORITY", "tcp", "NET_DEVICES", "mlx5_0:1",
                 "RNDV_THRESH", "8192", "MAX_RNDV_RAILS", "1"), ctx);
@@ -73,7 +73,7 @@ class UcxSettingsMappingTest {
 
     @Test
     void environmentClashingWithManagedTlsIsIgnored() {
-        UcxConfig config = from(UcxConfig.builder().tcp(true)
+        UcxConfig config = from(UcxConfig.builder().set(UcxKeys.TCP, true)
                 .environment("tls", "all").environment("sockaddr-tls-priority", "rdmacm").environment("rndv-thresh", "1"));
         assertEquals(Map.of("TLS", "tcp", "SOCKADDR_TLS_PRIORITY", "tcp", "RNDV_THRESH", "1"),
                 config.ucxSettings().contextOptions());
@@ -86,9 +86,8 @@ class UcxSettingsMappingTest {
 
     @Test
     void outsideEnvironmentWins() {
-        UcxConfig config = UcxConfig.builder().tcp(true)
-                .environment("rndv-thresh", "8192").environment("log-level", "info").environment("max-rndv-rails", "2")
-                .build(sources(Map.of("UCX_RNDV_THRESH", "1024", "UCX_LOG_LEVEL", "debug", "UCX_TLS", "all"),
+        UcxConfig config = TestConfigSources.build(UcxConfig.builder().set(UcxKeys.TCP, true)
+                .environment("rndv-thresh", "8192").environment("log-level", "info").environment("max-rndv-rails", "2"), sources(Map.of("UCX_RNDV_THRESH", "1024", "UCX_LOG_LEVEL", "debug", "UCX_TLS", "all"),
                         Map.of(), List.of()));
         assertEquals(Map.of("SOCKADDR_TLS_PRIORITY", "tcp", "MAX_RNDV_RAILS", "2"), config.ucxSettings().contextOptions());
         assertTrue(config.ucxSettings().globalOptions().isEmpty());
@@ -117,7 +116,7 @@ class UcxSettingsMappingTest {
         assertTrue(e.getMessage().contains("environment.log-level (builder)"), e.getMessage());
         assertDoesNotThrow(() -> config.checkGlobalsApplicable(true, Map.of("LOG_LEVEL", "info")));
         assertThrows(IllegalStateException.class, () -> config.checkGlobalsApplicable(true, Map.of("LOG_LEVEL", "warn")));
-        assertDoesNotThrow(() -> from(UcxConfig.builder().tcp(true)).checkGlobalsApplicable(true));
+        assertDoesNotThrow(() -> from(UcxConfig.builder().set(UcxKeys.TCP, true)).checkGlobalsApplicable(true));
     }
 
     @Test

@@ -4,9 +4,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import org.ucx4j.ByteSize;
 import org.ucx4j.ProgressMode;
 import org.ucx4j.Ucx;
 import org.ucx4j.UcxConfig;
+import org.ucx4j.UcxKeys;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -51,8 +53,9 @@ final class BenchCommand implements Callable<Integer> {
     private BenchMode mode;
 
     @Option(names = {"-s", "--size"}, paramLabel = "BYTES", defaultValue = "8", converter = SizeConverter.class,
-            description = "Message size in bytes (with --comm: the size of each frame); Ki/Mi/Gi suffixes allowed "
-                    + "(default: ${DEFAULT-VALUE}).")
+            description = "Message size (with --comm: the size of each frame): bytes, or with a unit as in the "
+                    + "configuration: SI units are powers of 10 (64kB, 64MB = 64,000,000), IEC units powers of 2 "
+                    + "(64Ki, 64MiB = 67,108,864) (default: ${DEFAULT-VALUE}).")
     private long size;
 
     @Option(names = {"-n", "--iters"}, paramLabel = "N",
@@ -136,7 +139,7 @@ final class BenchCommand implements Callable<Integer> {
                     + "frames); --op sends one buffer");
         }
         UcxConfig config = UcxConfig.load();
-        ProgressMode progress = progressMode == null ? config.progressMode() : parseProgress(progressMode);
+        ProgressMode progress = progressMode == null ? config.get(UcxKeys.PROGRESS_MODE) : parseProgress(progressMode);
         if (!Ucx.isAvailable()) {
             System.err.println(Ucx.unavailabilityCause().getMessage());
             return Main.EXIT_UCX_UNAVAILABLE;
@@ -240,29 +243,14 @@ final class BenchCommand implements Callable<Integer> {
         }
     }
 
-    /** Parses sizes: a whole number of bytes, optionally with a binary suffix Ki, Mi or Gi (B optional). */
+    /** Reads {@code --size} with {@link ByteSize}, the configuration's parser: one meaning for each unit. */
     static final class SizeConverter implements CommandLine.ITypeConverter<Long> {
         @Override
         public Long convert(String value) {
-            String v = value.trim();
-            if (v.endsWith("B") || v.endsWith("b")) {
-                v = v.substring(0, v.length() - 1);
-            }
-            long factor = 1;
-            if (v.length() > 2 && (v.endsWith("i") || v.endsWith("I"))) {
-                char unit = Character.toUpperCase(v.charAt(v.length() - 2));
-                factor = switch (unit) {
-                    case 'K' -> 1L << 10;
-                    case 'M' -> 1L << 20;
-                    case 'G' -> 1L << 30;
-                    default -> throw new CommandLine.TypeConversionException("unknown size unit in '" + value + "'");
-                };
-                v = v.substring(0, v.length() - 2);
-            }
             try {
-                return Math.multiplyExact(Long.parseLong(v.trim()), factor);
-            } catch (NumberFormatException | ArithmeticException e) {
-                throw new CommandLine.TypeConversionException("'" + value + "' is not a size in bytes (e.g. 8, 65536, 64Mi)");
+                return ByteSize.parse(value);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException("'" + value + "': " + e.getMessage());
             }
         }
     }

@@ -2,6 +2,7 @@ package org.ucx4j.cli;
 
 import org.ucx4j.ProgressMode;
 import org.ucx4j.Ucx;
+import org.ucx4j.UcxKeys;
 import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.FrameAllocator;
 import picocli.CommandLine;
@@ -64,7 +65,7 @@ record CommBench(CommandLine commandLine, boolean json, boolean progressBar) {
      * @throws CommandLine.ParameterException for progress-mode caller
      */
     static void requireSelfProgress(CommandLine commandLine, CommOptions options) {
-        if (options.config().progressMode() == ProgressMode.CALLER) {
+        if (options.config().get(UcxKeys.PROGRESS_MODE) == ProgressMode.CALLER) {
             throw new CommandLine.ParameterException(commandLine, "--comm ucx needs progress-mode thread-blocking or "
                     + "thread-polling (the configuration says caller): the benchmark waits on write futures");
         }

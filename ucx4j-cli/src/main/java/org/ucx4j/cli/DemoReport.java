@@ -14,6 +14,7 @@ import java.util.Map;
 import org.ucx4j.Ucx;
 import org.ucx4j.UcxConfig;
 import org.ucx4j.UcxContext;
+import org.ucx4j.UcxKeys;
 
 /**
  * The results of {@code ucx4j demo}: the terminal table, the JSON, and a self-contained HTML page (inline
@@ -243,8 +244,8 @@ record DemoReport(Map<String, Object> machine, List<Long> sizes, List<CommBenchR
         if (System.getenv("UCX_TLS") != null) {
             m.put("ucx_tls", System.getenv("UCX_TLS"));
         }
-        m.put("peer_error_handling", config.peerErrorHandling());
-        m.put("progress_mode", config.progressMode().configName());
+        m.put("peer_error_handling", config.get(UcxKeys.PEER_ERROR_HANDLING));
+        m.put("progress_mode", config.get(UcxKeys.PROGRESS_MODE).configName());
         return m;
     }
 

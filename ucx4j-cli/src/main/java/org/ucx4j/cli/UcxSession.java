@@ -7,6 +7,7 @@ import org.ucx4j.ProgressMode;
 import org.ucx4j.Ucx;
 import org.ucx4j.UcxConfig;
 import org.ucx4j.UcxContext;
+import org.ucx4j.UcxKeys;
 import org.ucx4j.UcxWorker;
 import org.ucx4j.WorkerOptions;
 
@@ -40,9 +41,9 @@ record UcxSession(UcxContext context, UcxWorker worker) implements AutoCloseable
                 .config(config)
                 .build();
         try {
-            Duration connectTimeout = config.connectTimeout();
+            Duration connectTimeout = config.get(UcxKeys.CONNECT_TIMEOUT);
             WorkerOptions.Builder options = WorkerOptions.builder().progressMode(mode).name(name)
-                    .peerErrorHandling(config.peerErrorHandling());
+                    .peerErrorHandling(config.get(UcxKeys.PEER_ERROR_HANDLING));
             if (connectTimeout.isPositive()) {
                 options.connectTimeout(connectTimeout);
             }

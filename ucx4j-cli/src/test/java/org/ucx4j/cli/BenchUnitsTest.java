@@ -104,13 +104,19 @@ class BenchUnitsTest {
     }
 
     @Test
-    void sizesAcceptBinarySuffixes() throws Exception {
+    void sizesReadUnitsAsTheConfigurationDoes() throws Exception {
         BenchCommand.SizeConverter c = new BenchCommand.SizeConverter();
         assertEquals(8L, c.convert("8"));
         assertEquals(67108864L, c.convert("64Mi"));
         assertEquals(67108864L, c.convert("64MiB"));
         assertEquals(4096L, c.convert("4Ki"));
-        assertThrows(CommandLine.TypeConversionException.class, () -> c.convert("64MB"));
+        // SI units are powers of ten, as in the configuration and Dask (64MB used to be refused here).
+        assertEquals(64_000_000L, c.convert("64MB"));
+        assertEquals(4000L, c.convert("4kB"));
+        CommandLine.TypeConversionException e =
+                assertThrows(CommandLine.TypeConversionException.class, () -> c.convert("64 XB"));
+        assertTrue(e.getMessage().contains("unknown size unit 'xb'"), e.getMessage());
+        assertThrows(CommandLine.TypeConversionException.class, () -> c.convert("1.5"));
     }
 
     @Test

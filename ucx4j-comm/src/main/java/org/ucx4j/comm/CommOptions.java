@@ -8,11 +8,12 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 import org.ucx4j.UcxConfig;
+import org.ucx4j.UcxKeys;
 
 /**
  * Settings for {@link Comms#listen} and {@link Comms#connect}: the {@link UcxConfig} (UCX settings,
- * {@code connect-timeout}, {@code multi-buffer}, {@code max-frames}, {@code max-frame-size},
- * {@code auth.secret} / {@code auth.secret-file}), the allocator for received frames, and the identity
+ * {@code connect-timeout}, and ucx4j-comm's own keys, {@link CommKeys}: {@code multi-buffer},
+ * {@code max-frames}, {@code max-frame-size}, {@code auth.secret} / {@code auth.secret-file}), the allocator for received frames, and the identity
  * this side announces.
  *
  * <p>Built once and validated then: a secret file that cannot be read fails {@link Builder#build()}
@@ -25,14 +26,21 @@ public final class CommOptions {
     private final Duration connectTimeout;
     private final Duration closeTimeout;
     private final byte[] secret;
+    // Read per received message: resolved once here, not looked up in the configuration each time.
+    private final boolean multiBuffer;
+    private final int maxFrames;
+    private final long maxFrameSize;
 
     private CommOptions(Builder b) {
         this.config = b.config != null ? b.config : UcxConfig.load();
         this.allocator = b.allocator != null ? b.allocator : FrameAllocator.host();
         this.identity = b.identity != null ? b.identity : defaultIdentity();
-        this.connectTimeout = b.connectTimeout != null ? b.connectTimeout : config.connectTimeout();
+        this.connectTimeout = b.connectTimeout != null ? b.connectTimeout : config.get(UcxKeys.CONNECT_TIMEOUT);
         this.closeTimeout = b.closeTimeout != null ? b.closeTimeout : Duration.ofSeconds(5);
         this.secret = readSecret(config);
+        this.multiBuffer = Boolean.TRUE.equals(config.get(CommKeys.MULTI_BUFFER));
+        this.maxFrames = config.get(CommKeys.MAX_FRAMES);
+        this.maxFrameSize = config.get(CommKeys.MAX_FRAME_SIZE);
         if (identity.getBytes(StandardCharsets.UTF_8).length > 1024) {
             throw new IllegalArgumentException("identity is longer than 1024 bytes in UTF-8");
         }
@@ -108,7 +116,7 @@ public final class CommOptions {
      * @return the config's {@code multi-buffer}, false when unset
      */
     public boolean multiBuffer() {
-        return config.multiBuffer().orElse(false);
+        return multiBuffer;
     }
 
     /**
@@ -117,7 +125,7 @@ public final class CommOptions {
      * @return the config's {@code max-frames}
      */
     public int maxFrames() {
-        return config.maxFrames();
+        return maxFrames;
     }
 
     /**
@@ -126,7 +134,7 @@ public final class CommOptions {
      * @return the config's {@code max-frame-size} in bytes
      */
     public long maxFrameSize() {
-        return config.maxFrameSize();
+        return maxFrameSize;
     }
 
     /**
@@ -139,8 +147,8 @@ public final class CommOptions {
     }
 
     private static byte[] readSecret(UcxConfig config) {
-        Optional<String> inline = config.authSecret();
-        Optional<String> file = config.authSecretFile();
+        Optional<String> inline = config.find(CommKeys.AUTH_SECRET);
+        Optional<String> file = config.find(CommKeys.AUTH_SECRET_FILE);
         if (inline.isPresent() && file.isPresent()) {
             throw new IllegalArgumentException("both auth.secret and auth.secret-file are set: keep one");
         }

@@ -398,14 +398,14 @@ abstract class CommConformanceTest {
 
     @Test
     void sharedSecretAcceptedAndRefused() throws Exception {
-        CommOptions good = options(UcxConfig.builder().authSecret("s3cret-of-the-day").build());
+        CommOptions good = options(UcxConfig.builder().set(CommKeys.AUTH_SECRET, "s3cret-of-the-day").build());
         CommListener l = listen(CommConformanceTest::echo, good);
         Comm c = connect(l.address(), good);
         c.write(Message.ofBytes(pattern(9, 9)));
         try (Message m = c.read(Duration.ofSeconds(10))) {
             assertArrayEquals(pattern(9, 9), m.frame(0).toByteArray());
         }
-        CommOptions wrong = options(UcxConfig.builder().authSecret("not-the-secret").build());
+        CommOptions wrong = options(UcxConfig.builder().set(CommKeys.AUTH_SECRET, "not-the-secret").build());
         CommAuthenticationException e = assertThrows(CommAuthenticationException.class, () -> connect(l.address(), wrong));
         assertTrue(e.getMessage().contains("secret"), e.getMessage());
         CommAuthenticationException missing = assertThrows(CommAuthenticationException.class,

@@ -119,7 +119,7 @@ class UcxCommTest extends CommConformanceTest {
 
     @Test
     void multiBufferMode() throws Exception {
-        CommOptions multi = options(org.ucx4j.UcxConfig.builder().multiBuffer(true).build());
+        CommOptions multi = options(org.ucx4j.UcxConfig.builder().set(CommKeys.MULTI_BUFFER, true).build());
         CommListener l = listen(CommConformanceTest::echo, multi);
         Comm c = connect(l.address(), multi);
         for (int n : new int[] {1, 2, 3, 4, 8}) {

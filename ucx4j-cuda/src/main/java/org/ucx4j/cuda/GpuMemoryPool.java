@@ -99,8 +99,8 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
      * @return the pool, owned by the caller
      */
     public static GpuMemoryPool create(CudaDevice device, UcxConfig config) {
-        long initial = config.memoryPoolSize().orElse(0);
-        long maximum = config.memoryPoolMaximumSize().orElse(Math.max(initial, device.totalMemory()));
+        long initial = config.find(CudaKeys.MEMORY_POOL_SIZE).orElse(0L);
+        long maximum = config.find(CudaKeys.MEMORY_POOL_MAXIMUM_SIZE).orElse(Math.max(initial, device.totalMemory()));
         return create(device, initial, maximum);
     }
 

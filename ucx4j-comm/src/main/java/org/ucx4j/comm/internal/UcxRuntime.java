@@ -9,6 +9,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.ucx4j.Ucx;
 import org.ucx4j.UcxConfig;
+import org.ucx4j.UcxKeys;
 import org.ucx4j.UcxContext;
 import org.ucx4j.UcxWorker;
 import org.ucx4j.WorkerOptions;
@@ -66,8 +67,9 @@ final class UcxRuntime {
     }
 
     static WorkerOptions workerOptions(UcxConfig config, String name) {
-        return WorkerOptions.builder().progressMode(config.progressMode()).connectTimeout(config.connectTimeout())
-                .peerErrorHandling(config.peerErrorHandling()).name(name).build();
+        return WorkerOptions.builder().progressMode(config.get(UcxKeys.PROGRESS_MODE))
+                .connectTimeout(config.get(UcxKeys.CONNECT_TIMEOUT))
+                .peerErrorHandling(config.get(UcxKeys.PEER_ERROR_HANDLING)).name(name).build();
     }
 
     /** The runtime for a configuration, created on first use; pair with {@link #release()}. */

@@ -36,12 +36,13 @@ public final class ConfigErrors {
      * @param key the key as normalised
      * @param written the value as written
      * @param origin where it came from
+     * @param schema the registered keys, to list them
      * @return the exception to throw
      */
-    public static UcxConfigException unknownKey(String key, String written, ConfigOrigin origin) {
+    public static UcxConfigException unknownKey(String key, String written, ConfigOrigin origin, ConfigSchema schema) {
         return new UcxConfigException(
                 "unknown ucx4j config key '" + key + "' (value '" + written + "') from " + origin
-                        + "; known keys: " + ConfigSchema.knownKeys(),
+                        + "; known keys: " + schema.knownKeys(),
                 key, written, origin.description());
     }
 

@@ -3,18 +3,15 @@ package org.ucx4j.internal.config;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.TreeSet;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.ucx4j.UcxConfigException;
 
 /**
- * Loads the configuration from every source and resolves it key by key.
+ * Reads every source into layers of raw values, highest precedence first; {@code UcxConfig} then
+ * converts them with the keys' types and resolves them key by key.
  *
  * <p>Precedence, highest first (the first source that sets a key wins, per key):
  * <ol>
@@ -30,12 +27,12 @@ import org.ucx4j.UcxConfigException;
  *   <li>the default.</li>
  * </ol>
  * In Dask's sources a null value means "unset" and the next source is consulted (a newer key set
- * to false still wins); in ucx4j's own an explicit {@code none} wins. Every value of every source is
- * checked, also those that lose, so that a mistake is reported where it was made. Either a complete
- * {@link ResolvedConfig} comes back or a {@link UcxConfigException} is thrown.
+ * to false still wins); in ucx4j's own an explicit {@code none} wins.
  *
- * <p>Threading: stateless; each call works on its own data (deprecation warnings are logged once per
- * process, see {@link DeprecationWarnings}).
+ * <p>YAML support is optional: SnakeYAML Engine is a {@code requires static} dependency of the core.
+ * Without it, no file is read; a file that is there anyway is an error, never silently skipped.
+ *
+ * <p>Threading: stateless; each call works on its own data.
  */
 public final class ConfigLoader {
     private static final Logger LOG = LoggerFactory.getLogger(ConfigLoader.class);
@@ -44,63 +41,70 @@ public final class ConfigLoader {
     }
 
     /**
-     * Loads and resolves.
+     * The raw values of every source, and what loading found.
+     *
+     * @param layers the sources' values, highest precedence first
+     * @param configFile the YAML file read, or null when none was found
+     * @param ucxVariables the process environment's {@code UCX_*} variables
+     */
+    public record Loaded(List<ConfigLayer> layers, Path configFile, Map<String, String> ucxVariables) {
+        /**
+         * Copies the lists.
+         *
+         * @param layers the layers
+         * @param configFile the file or null
+         * @param ucxVariables the {@code UCX_*} variables
+         */
+        public Loaded {
+            layers = List.copyOf(layers);
+            ucxVariables = Map.copyOf(ucxVariables);
+        }
+    }
+
+    /**
+     * Reads every source.
      *
      * @param sources the environment, system properties and file search path
      * @param builder the builder's values (a strict layer), highest precedence
-     * @return the resolved configuration
-     * @throws UcxConfigException naming the key, the value and the source of the first problem
+     * @param schema the registered keys
+     * @return the layers, highest precedence first
+     * @throws UcxConfigException naming the key, the value and the source of the first problem: unknown
+     *     keys in ucx4j's own sources, malformed YAML, a file when YAML support is absent
      */
-    public static ResolvedConfig load(ConfigSources sources, ConfigLayer builder) {
+    public static Loaded load(ConfigSources sources, ConfigLayer builder, ConfigSchema schema) {
         Path file = findFile(sources);
-        YamlConfigFile yaml = file == null ? null : YamlConfigFile.parse(file);
+        YamlConfigFile yaml = null;
         if (file != null) {
+            if (!sources.yamlSupported()) {
+                throw new UcxConfigException("ucx4j config file " + file + " cannot be read: YAML support needs "
+                        + "SnakeYAML Engine (org.snakeyaml:snakeyaml-engine), which is not on the class path (on the module "
+                        + "path it must also be resolved: --add-modules org.snakeyaml.engine.v2); add it, or remove the "
+                        + "file", null, null, file.toString());
+            }
             LOG.debug("reading ucx4j configuration from {}", file);
+            yaml = YamlConfigFile.parse(file);
         }
         Map<String, String> env = sources.environment();
         List<ConfigLayer> layers = new ArrayList<>();
         layers.add(builder);
-        layers.add(SystemPropertyReader.read(sources.systemProperties()));
-        layers.add(EnvironmentVariableReader.read(env, ConfigNamespace.UCX4J));
-        addFileLayer(layers, yaml, ConfigNamespace.UCX4J);
-        layers.add(EnvironmentVariableReader.read(env, ConfigNamespace.DISTRIBUTED_UCXX));
-        addFileLayer(layers, yaml, ConfigNamespace.DISTRIBUTED_UCXX);
-        layers.add(EnvironmentVariableReader.read(env, ConfigNamespace.DISTRIBUTED_RMM));
-        layers.add(EnvironmentVariableReader.read(env, ConfigNamespace.DISTRIBUTED_COMM_UCX));
-        addFileLayer(layers, yaml, ConfigNamespace.DISTRIBUTED_RMM);
-        addFileLayer(layers, yaml, ConfigNamespace.DISTRIBUTED_COMM_UCX);
-        layers.add(EnvironmentVariableReader.read(env, ConfigNamespace.DASK_CUDA_RMM));
-        layers.add(EnvironmentVariableReader.read(env, ConfigNamespace.DASK_CUDA_UCX));
-
-        List<Map<String, ResolvedValue>> converted = layers.stream().map(ConfigLoader::convert).toList();
-
-        Map<ConfigKey<?>, ResolvedValue> values = new LinkedHashMap<>();
-        for (ConfigKey<?> key : ConfigKey.ALL) {
-            ResolvedValue winner = resolve(converted, key.name());
-            if (winner != null && winner.value() == null && key.defaultValue() != null) {
-                throw ConfigErrors.invalidValue(key.name(), "none", winner.origin(), "this key cannot be unset; leave it out"
-                        + " to get the default " + key.display(key.defaultValue()), false);
-            }
-            values.put(key, winner != null ? winner : new ResolvedValue(key.defaultValue(), ConfigOrigin.DEFAULT));
-        }
-        TreeSet<String> entryPaths = new TreeSet<>();
-        converted.forEach(layer -> layer.keySet().stream()
-                .filter(p -> p.startsWith(ConfigSchema.ENVIRONMENT + "."))
-                .forEach(entryPaths::add));
-        Map<String, ResolvedValue> environment = new TreeMap<>();
-        for (String path : entryPaths) {
-            ResolvedValue winner = resolve(converted, path);
-            if (winner != null && winner.value() != null) {
-                environment.put(path.substring(ConfigSchema.ENVIRONMENT.length() + 1), winner);
-            }
-        }
-        checkPoolSizes(values);
-        return new ResolvedConfig(values, new TreeMap<>(environment), sources.ucxVariables(), file);
+        layers.add(SystemPropertyReader.read(sources.systemProperties(), schema));
+        layers.add(EnvironmentVariableReader.read(env, ConfigNamespace.UCX4J, schema));
+        addFileLayer(layers, yaml, ConfigNamespace.UCX4J, schema);
+        layers.add(EnvironmentVariableReader.read(env, ConfigNamespace.DISTRIBUTED_UCXX, schema));
+        addFileLayer(layers, yaml, ConfigNamespace.DISTRIBUTED_UCXX, schema);
+        layers.add(EnvironmentVariableReader.read(env, ConfigNamespace.DISTRIBUTED_RMM, schema));
+        layers.add(EnvironmentVariableReader.read(env, ConfigNamespace.DISTRIBUTED_COMM_UCX, schema));
+        addFileLayer(layers, yaml, ConfigNamespace.DISTRIBUTED_RMM, schema);
+        addFileLayer(layers, yaml, ConfigNamespace.DISTRIBUTED_COMM_UCX, schema);
+        layers.add(EnvironmentVariableReader.read(env, ConfigNamespace.DASK_CUDA_RMM, schema));
+        layers.add(EnvironmentVariableReader.read(env, ConfigNamespace.DASK_CUDA_UCX, schema));
+        return new Loaded(layers, file, sources.ucxVariables());
     }
 
-    private static void addFileLayer(List<ConfigLayer> layers, YamlConfigFile yaml, ConfigNamespace namespace) {
+    private static void addFileLayer(List<ConfigLayer> layers, YamlConfigFile yaml, ConfigNamespace namespace,
+            ConfigSchema schema) {
         if (yaml != null) {
-            layers.add(yaml.read(namespace));
+            layers.add(yaml.read(namespace, schema));
         }
     }
 
@@ -120,71 +124,5 @@ public final class ConfigLoader {
             return path;
         }
         return sources.searchPath().stream().filter(Files::isRegularFile).findFirst().orElse(null);
-    }
-
-    private static Map<String, ResolvedValue> convert(ConfigLayer layer) {
-        Map<String, ResolvedValue> out = new LinkedHashMap<>();
-        for (RawSetting s : layer.settings()) {
-            out.put(s.path(), new ResolvedValue(s.value() == null ? null : convertValue(s), s.origin()));
-        }
-        return out;
-    }
-
-    private static Object convertValue(RawSetting s) {
-        ConfigKey<?> key = ConfigKey.named(s.path());
-        String written = s.written() != null ? s.written() : String.valueOf(s.value());
-        if (key == null) {
-            String name = s.path().substring(ConfigSchema.ENVIRONMENT.length() + 1);
-            if (!ConfigSchema.isValidEntryName(name)) {
-                throw ConfigErrors.invalidValue(s.path(), written, s.origin(),
-                        "environment entry names are letters, digits and '-' (some-key becomes UCX_SOME_KEY)", false);
-            }
-            if (!(s.value() instanceof String)) {
-                throw ConfigErrors.invalidValue(s.path(), written, s.origin(), "expected text", false);
-            }
-            return s.value();
-        }
-        try {
-            return key.convert(s.value());
-        } catch (IllegalArgumentException e) {
-            String reason = e.getMessage().startsWith("expected") ? e.getMessage()
-                    : e.getMessage() + "; expected " + key.type().expected();
-            throw ConfigErrors.invalidValue(key.name(), written, s.origin(), reason, key.secret());
-        }
-    }
-
-    private static ResolvedValue resolve(List<Map<String, ResolvedValue>> layers, String path) {
-        for (Map<String, ResolvedValue> layer : layers) {
-            ResolvedValue v = layer.get(path);
-            if (v == null || (v.value() == null && v.origin().nullMeansUnset())) {
-                continue;
-            }
-            if (v.origin().deprecatedKey() != null) {
-                String key = v.origin().deprecatedKey();
-                DeprecationWarnings.warnOnce(key, "ucx4j config: " + v.origin().description()
-                        + " is a deprecated spelling; use " + replacement(path) + " instead");
-            }
-            return v;
-        }
-        return null;
-    }
-
-    private static String replacement(String path) {
-        boolean entry = path.startsWith(ConfigSchema.ENVIRONMENT + ".");
-        String dask = path.equals(ConfigKey.MEMORY_POOL_SIZE.name()) ? "rmm.pool-size" : path;
-        String ucx4j = entry ? ConfigSchema.ENVIRONMENT : path;
-        return "'distributed-ucxx." + (entry ? ConfigSchema.ENVIRONMENT : dask) + "' or ucx4j's own '" + ucx4j
-                + "' (UCX4J__" + ucx4j.toUpperCase(Locale.ROOT).replace("-", "_").replace(".", "__") + ")";
-    }
-
-    private static void checkPoolSizes(Map<ConfigKey<?>, ResolvedValue> values) {
-        ResolvedValue size = values.get(ConfigKey.MEMORY_POOL_SIZE);
-        ResolvedValue max = values.get(ConfigKey.MEMORY_POOL_MAXIMUM_SIZE);
-        if (size.value() != null && max.value() != null && (Long) max.value() < (Long) size.value()) {
-            String shown = ConfigKey.MEMORY_POOL_MAXIMUM_SIZE.display(max.value());
-            throw ConfigErrors.invalidValue(ConfigKey.MEMORY_POOL_MAXIMUM_SIZE.name(), shown, max.origin(),
-                    "must be at least memory-pool.size, which is " + ConfigKey.MEMORY_POOL_SIZE.display(size.value())
-                            + " from " + size.origin(), false);
-        }
     }
 }

@@ -23,10 +23,13 @@ import org.ucx4j.UcxConfigException;
  * @param envPrefix the environment variable prefix, upper case, for example {@code DASK_DISTRIBUTED__COMM__UCX__}
  * @param strict whether unknown keys are errors
  * @param deprecated whether reading a value here logs a deprecation warning
- * @param poolSizeOnly whether only Dask's {@code pool-size} is read here (the {@code rmm} blocks)
+ * @param poolSizeOnly whether only Dask's {@code pool-size} is read here (the {@code rmm} blocks): the key
+ *     whose Dask spelling is {@code rmm.pool-size}
  */
 public record ConfigNamespace(String path, String envPrefix, boolean strict, boolean deprecated, boolean poolSizeOnly) {
     private static final Logger LOG = LoggerFactory.getLogger(ConfigNamespace.class);
+    /** The block under which Dask spells the pool size ({@code rmm.pool-size}); the rmm namespaces read only that. */
+    private static final String RMM_PREFIX = "rmm.";
 
     /** ucx4j's own keys: the {@code ucx4j:} YAML block and {@code UCX4J__*} variables. */
     public static final ConfigNamespace UCX4J = new ConfigNamespace("ucx4j", "UCX4J__", true, false, false);
@@ -72,19 +75,22 @@ public record ConfigNamespace(String path, String envPrefix, boolean strict, boo
      * (strict namespaces) or skips it (Dask namespaces, where other keys are Dask's own).
      *
      * @param layer the layer being filled
+     * @param schema the registered keys
      * @param relativePath the normalised dotted path below this namespace
      * @param value the value: text, or null for an explicit none
      * @param written the value as written, for messages
      * @param where the source, for example {@code env UCX4J__TCP} or {@code /x/ucx4j.yaml:3}
      * @throws UcxConfigException for unknown keys or misplaced values in a strict namespace
      */
-    public void accept(ConfigLayer layer, String relativePath, Object value, String written, String where) {
+    public void accept(ConfigLayer layer, ConfigSchema schema, String relativePath, Object value, String written,
+            String where) {
         ConfigSchema.Target target = poolSizeOnly
-                ? (relativePath.equals("pool-size") ? new ConfigSchema.Key(ConfigKey.MEMORY_POOL_SIZE) : new ConfigSchema.Unknown())
-                : ConfigSchema.classify(relativePath, !strict);
+                ? schema.keyForDaskSpelling(RMM_PREFIX + relativePath).<ConfigSchema.Target>map(ConfigSchema.Key::new)
+                        .orElse(new ConfigSchema.Unknown())
+                : schema.classify(relativePath, !strict);
         switch (target) {
             case ConfigSchema.Key k -> layer.add(
-                    new RawSetting(k.key().name(), value, written, origin(relativePath, relativePath, where)));
+                    new RawSetting(k.name(), value, written, origin(relativePath, relativePath, where)));
             case ConfigSchema.EnvironmentEntry e -> layer.add(new RawSetting(
                     ConfigSchema.ENVIRONMENT + "." + e.name(), value, written,
                     origin(relativePath, ConfigSchema.ENVIRONMENT, where)));
@@ -92,9 +98,18 @@ public record ConfigNamespace(String path, String envPrefix, boolean strict, boo
                     "'environment' is a map: set one entry, as environment.<name>");
             case ConfigSchema.Group g -> refuseOrSkip(relativePath, written, where,
                     "'" + relativePath + "' is a group: set one of the keys below it");
+            case ConfigSchema.OtherModule m -> {
+                if (strict) {
+                    ConfigWarnings.warnOnce("module:" + relativePath, "ucx4j config key '" + relativePath + "' from "
+                            + where + " belongs to " + m.module() + ", which is not on the class or module path: ignored");
+                } else {
+                    LOG.debug("ignoring {} from {}: a key of {}, not on the path", fullKey(relativePath), where,
+                            m.module());
+                }
+            }
             case ConfigSchema.Unknown u -> {
                 if (strict) {
-                    throw ConfigErrors.unknownKey(relativePath, written, ConfigOrigin.of(where));
+                    throw ConfigErrors.unknownKey(relativePath, written, ConfigOrigin.of(where), schema);
                 }
                 LOG.debug("ignoring {} from {}: not a UCX key (Dask's own)", fullKey(relativePath), where);
             }

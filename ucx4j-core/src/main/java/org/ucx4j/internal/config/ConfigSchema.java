@@ -1,27 +1,48 @@
 package org.ucx4j.internal.config;
 
+import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 import java.util.regex.Pattern;
-import java.util.stream.Collectors;
 
 /**
- * Recognises configuration paths: canonical keys, entries of the {@code environment} map, groups
- * such as {@code memory-pool}, and Dask's own spelling {@code rmm.pool-size}.
+ * Recognises configuration paths against the keys registered by the modules on the path: canonical
+ * keys, entries of the {@code environment} map, groups such as {@code memory-pool}, Dask's own
+ * spellings such as {@code rmm.pool-size}, and names that belong to a ucx4j module that is not on
+ * the path ({@link ModuleKeyNames}).
  *
  * <p>Names are normalised the way Dask does it, and case-insensitively as environment variables
  * need: {@code Memory_Pool} and {@code memory-pool} are the same segment.
  *
- * <p>Threading: stateless, safe everywhere.
+ * <p>This class knows names only; types, defaults and values are {@code org.ucx4j.ConfigKey}'s.
+ *
+ * <p>Threading: immutable after construction, safe everywhere.
  */
 public final class ConfigSchema {
     /** The map whose entries become {@code UCX_*} settings. */
     public static final String ENVIRONMENT = "environment";
 
     private static final String ENVIRONMENT_PREFIX = ENVIRONMENT + ".";
-    private static final String DASK_POOL_SIZE = "rmm.pool-size";
     private static final Pattern ENTRY_NAME = Pattern.compile("[a-z0-9][a-z0-9-]*");
 
-    private ConfigSchema() {
+    private final List<String> keyNames;
+    private final Map<String, String> daskSpellings;
+    private final Set<String> modules;
+
+    /**
+     * Creates a schema.
+     *
+     * @param keyNames every registered key's canonical name, in documentation order
+     * @param daskSpellings Dask's names of keys that Dask spells differently ({@code rmm.pool-size}) to
+     *     the canonical name ({@code memory-pool.size})
+     * @param modules the modules whose keys are registered, for example {@code ucx4j-core}, {@code ucx4j-comm}
+     */
+    public ConfigSchema(List<String> keyNames, Map<String, String> daskSpellings, Set<String> modules) {
+        this.keyNames = List.copyOf(keyNames);
+        this.daskSpellings = Map.copyOf(daskSpellings);
+        this.modules = Set.copyOf(modules);
     }
 
     /** What a path names. */
@@ -31,9 +52,9 @@ public final class ConfigSchema {
     /**
      * A key of the schema.
      *
-     * @param key the key
+     * @param name the key's canonical name
      */
-    public record Key(ConfigKey<?> key) implements Target {
+    public record Key(String name) implements Target {
     }
 
     /**
@@ -50,6 +71,14 @@ public final class ConfigSchema {
 
     /** A group with keys below it, such as {@code memory-pool} or {@code auth}. */
     public record Group() implements Target {
+    }
+
+    /**
+     * A key or group of a ucx4j module that is not on the path: ignored with a warning.
+     *
+     * @param module the module, for example {@code ucx4j-comm}
+     */
+    public record OtherModule(String module) implements Target {
     }
 
     /** Nothing the schema knows. */
@@ -70,16 +99,15 @@ public final class ConfigSchema {
      * Says what a normalised dotted path names.
      *
      * @param path for example {@code memory-pool.size} or {@code environment.log-level}
-     * @param daskSpellings whether Dask's {@code rmm.pool-size} is accepted for {@code memory-pool.size}
+     * @param daskSpellings whether Dask's spellings ({@code rmm.pool-size}) are accepted
      * @return the target
      */
-    public static Target classify(String path, boolean daskSpellings) {
-        ConfigKey<?> key = ConfigKey.named(path);
-        if (key != null) {
-            return new Key(key);
+    public Target classify(String path, boolean daskSpellings) {
+        if (keyNames.contains(path)) {
+            return new Key(path);
         }
-        if (daskSpellings && path.equals(DASK_POOL_SIZE)) {
-            return new Key(ConfigKey.MEMORY_POOL_SIZE);
+        if (daskSpellings && this.daskSpellings.containsKey(path)) {
+            return new Key(this.daskSpellings.get(path));
         }
         if (path.equals(ENVIRONMENT)) {
             return new EnvironmentMap();
@@ -89,11 +117,36 @@ public final class ConfigSchema {
             return name.contains(".") ? new Unknown() : new EnvironmentEntry(name);
         }
         String groupPrefix = path + ".";
-        if (ConfigKey.ALL.stream().anyMatch(k -> k.name().startsWith(groupPrefix))
-                || (daskSpellings && DASK_POOL_SIZE.startsWith(groupPrefix))) {
+        if (keyNames.stream().anyMatch(k -> k.startsWith(groupPrefix))
+                || (daskSpellings && this.daskSpellings.keySet().stream().anyMatch(k -> k.startsWith(groupPrefix)))) {
             return new Group();
         }
+        Optional<String> owner = ModuleKeyNames.owner(path);
+        if (owner.isPresent() && !modules.contains(owner.get())) {
+            return new OtherModule(owner.get());
+        }
         return new Unknown();
+    }
+
+    /**
+     * The canonical key that Dask spells this way.
+     *
+     * @param daskName for example {@code rmm.pool-size}
+     * @return the key's name, or empty when no registered key has that Dask spelling
+     */
+    public Optional<String> keyForDaskSpelling(String daskName) {
+        return Optional.ofNullable(daskSpellings.get(daskName));
+    }
+
+    /**
+     * The Dask spelling of a key.
+     *
+     * @param keyName a canonical key name
+     * @return Dask's name for it: its own spelling where it has one, else the same name
+     */
+    public String daskSpellingOf(String keyName) {
+        return daskSpellings.entrySet().stream().filter(e -> e.getValue().equals(keyName)).map(Map.Entry::getKey)
+                .findFirst().orElse(keyName);
     }
 
     /**
@@ -121,8 +174,12 @@ public final class ConfigSchema {
      *
      * @return the comma-separated canonical names, with {@code environment.<name>}
      */
-    public static String knownKeys() {
-        return ConfigKey.ALL.stream().map(ConfigKey::name).collect(Collectors.joining(", "))
-                + ", environment.<name>";
+    public String knownKeys() {
+        return String.join(", ", keyNames) + ", environment.<name>";
+    }
+
+    @Override
+    public String toString() {
+        return "ConfigSchema[keys=" + keyNames + ", modules=" + modules + "]";
     }
 }

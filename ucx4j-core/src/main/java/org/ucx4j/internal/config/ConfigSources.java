@@ -16,8 +16,10 @@ import java.util.Properties;
  * @param systemProperties the Java system properties
  * @param searchPath the YAML files to try, in order, when neither {@code UCX4J_CONFIG} nor
  *     {@code -Ducx4j.config} names one; the first that exists is read
+ * @param yamlSupported whether SnakeYAML Engine can be used (see {@link #yamlLibraryPresent()})
  */
-public record ConfigSources(Map<String, String> environment, Map<String, String> systemProperties, List<Path> searchPath) {
+public record ConfigSources(Map<String, String> environment, Map<String, String> systemProperties, List<Path> searchPath,
+        boolean yamlSupported) {
     /** The variable naming the one config file to read. */
     public static final String CONFIG_FILE_VARIABLE = "UCX4J_CONFIG";
 
@@ -27,11 +29,40 @@ public record ConfigSources(Map<String, String> environment, Map<String, String>
      * @param environment the environment variables
      * @param systemProperties the system properties
      * @param searchPath the files to try
+     * @param yamlSupported whether a YAML file can be read
      */
     public ConfigSources {
         environment = Map.copyOf(environment);
         systemProperties = Map.copyOf(systemProperties);
         searchPath = List.copyOf(searchPath);
+    }
+
+    /**
+     * Inputs with YAML support as this process has it.
+     *
+     * @param environment the environment variables
+     * @param systemProperties the system properties
+     * @param searchPath the files to try
+     */
+    public ConfigSources(Map<String, String> environment, Map<String, String> systemProperties, List<Path> searchPath) {
+        this(environment, systemProperties, searchPath, yamlLibraryPresent());
+    }
+
+    /**
+     * Whether SnakeYAML Engine, an optional dependency ({@code requires static}), can be used: its classes
+     * are there and, on the module path, its module was resolved so that the core reads it.
+     *
+     * @return true when YAML files can be read
+     */
+    public static boolean yamlLibraryPresent() {
+        try {
+            Class<?> settings = Class.forName("org.snakeyaml.engine.v2.api.LoadSettings", false,
+                    ConfigSources.class.getClassLoader());
+            Module core = ConfigSources.class.getModule();
+            return !core.isNamed() || core.canRead(settings.getModule());
+        } catch (ClassNotFoundException | LinkageError e) {
+            return false;
+        }
     }
 
     /**

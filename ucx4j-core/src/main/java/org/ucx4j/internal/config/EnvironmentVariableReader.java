@@ -25,11 +25,12 @@ public final class EnvironmentVariableReader {
      *
      * @param environment the process environment (injected, so tests need not touch the real one)
      * @param namespace the namespace, which gives the prefix
+     * @param schema the registered keys
      * @return the layer, values in variable-name order
      * @throws org.ucx4j.UcxConfigException for unknown keys in a strict namespace, or one key set
      *     by two spellings of a variable there
      */
-    public static ConfigLayer read(Map<String, String> environment, ConfigNamespace namespace) {
+    public static ConfigLayer read(Map<String, String> environment, ConfigNamespace namespace, ConfigSchema schema) {
         ConfigLayer layer = new ConfigLayer("env " + namespace.envPrefix() + "*", namespace.strict());
         // Sorted, so that which of two clashing spellings is reported (or kept) does not depend on hash order.
         for (Map.Entry<String, String> e : new TreeMap<>(environment).entrySet()) {
@@ -41,7 +42,7 @@ public final class EnvironmentVariableReader {
             String path = Arrays.stream(name.substring(namespace.envPrefix().length()).split("__", -1))
                     .map(ConfigSchema::normalize)
                     .collect(Collectors.joining("."));
-            namespace.accept(layer, path, LiteralValues.noneToNull(e.getValue()), e.getValue(), "env " + name);
+            namespace.accept(layer, schema, path, LiteralValues.noneToNull(e.getValue()), e.getValue(), "env " + name);
         }
         return layer;
     }

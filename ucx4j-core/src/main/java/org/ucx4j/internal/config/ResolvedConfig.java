@@ -4,9 +4,9 @@ import java.nio.file.Path;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.Objects;
 import java.util.SortedMap;
 import java.util.TreeMap;
+import org.ucx4j.ConfigKey;
 
 /**
  * The outcome of loading: every key's effective value and source, the {@code environment} map's
@@ -15,7 +15,7 @@ import java.util.TreeMap;
  *
  * <p>Threading: immutable.
  *
- * @param values every key of {@link ConfigKey#ALL}, in that order
+ * @param values every registered key, in documentation order (the core's keys, then each module's)
  * @param environment the effective {@code environment} entries by normalised name, sorted
  * @param ucxVariables the process environment's {@code UCX_*} variables at load time
  * @param configFile the YAML file read, or null when none was found
@@ -37,9 +37,6 @@ public record ResolvedConfig(
         values = Collections.unmodifiableMap(new LinkedHashMap<>(values));
         environment = Collections.unmodifiableSortedMap(new TreeMap<>(environment));
         ucxVariables = Map.copyOf(ucxVariables);
-        for (ConfigKey<?> key : ConfigKey.ALL) {
-            Objects.requireNonNull(values.get(key), key.name());
-        }
     }
 
     /**
@@ -48,10 +45,10 @@ public record ResolvedConfig(
      * @param key the key
      * @param <T> its type
      * @return the value, or null when unset
+     * @throws IllegalArgumentException when the key is not registered
      */
-    @SuppressWarnings("unchecked")
     public <T> T value(ConfigKey<T> key) {
-        return (T) values.get(key).value();
+        return key.type().cast(resolved(key).value());
     }
 
     /**
@@ -59,8 +56,18 @@ public record ResolvedConfig(
      *
      * @param key the key
      * @return where its value came from
+     * @throws IllegalArgumentException when the key is not registered
      */
     public ConfigOrigin origin(ConfigKey<?> key) {
-        return values.get(key).origin();
+        return resolved(key).origin();
+    }
+
+    private ResolvedValue resolved(ConfigKey<?> key) {
+        ResolvedValue v = values.get(key);
+        if (v == null) {
+            throw new IllegalArgumentException("configuration key '" + key + "' is not registered: its module provides "
+                    + "it as an org.ucx4j.spi.ConfigKeySet (module-info provides, or META-INF/services on the class path)");
+        }
+        return v;
     }
 }

@@ -36,10 +36,11 @@ public final class SystemPropertyReader {
      * Reads the {@code ucx4j.*} properties.
      *
      * @param properties a snapshot of the system properties (injected for tests)
+     * @param schema the registered keys
      * @return the layer
      * @throws org.ucx4j.UcxConfigException for unknown keys
      */
-    public static ConfigLayer read(Map<String, String> properties) {
+    public static ConfigLayer read(Map<String, String> properties, ConfigSchema schema) {
         ConfigLayer layer = new ConfigLayer("system properties ucx4j.*", true);
         for (Map.Entry<String, String> e : new TreeMap<>(properties).entrySet()) {
             String name = e.getKey();
@@ -48,7 +49,7 @@ public final class SystemPropertyReader {
                 continue;
             }
             String path = ConfigSchema.normalize(name.substring(PREFIX.length()));
-            ConfigNamespace.UCX4J.accept(layer, path, LiteralValues.noneToNull(e.getValue()), e.getValue(), "-D" + name);
+            ConfigNamespace.UCX4J.accept(layer, schema, path, LiteralValues.noneToNull(e.getValue()), e.getValue(), "-D" + name);
         }
         return layer;
     }

@@ -8,6 +8,8 @@ import java.util.SortedMap;
 import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.ucx4j.ConfigKey;
+import org.ucx4j.UcxKeys;
 
 /**
  * Turns a resolved configuration into UCX settings, exactly as distributed-ucxx does.
@@ -67,12 +69,12 @@ public final class UcxSettingsMapper {
     public static Mapped map(ResolvedConfig config) {
         Map<String, String> managed = new LinkedHashMap<>();
         Map<String, String> managedSources = new LinkedHashMap<>();
-        boolean tcp = isTrue(config.value(ConfigKey.TCP));
-        boolean nvlink = isTrue(config.value(ConfigKey.NVLINK));
-        boolean infiniband = isTrue(config.value(ConfigKey.INFINIBAND));
+        boolean tcp = isTrue(config.value(UcxKeys.TCP));
+        boolean nvlink = isTrue(config.value(UcxKeys.NVLINK));
+        boolean infiniband = isTrue(config.value(UcxKeys.INFINIBAND));
         if (tcp || nvlink || infiniband) {
             String tls = "tcp";
-            if (nvlink || isTrue(config.value(ConfigKey.CUDA_COPY))) {
+            if (nvlink || isTrue(config.value(UcxKeys.CUDA_COPY))) {
                 tls += ",cuda_copy";
             }
             if (infiniband) {
@@ -82,17 +84,17 @@ public final class UcxSettingsMapper {
                 tls += ",cuda_ipc";
             }
             managed.put("TLS", tls);
-            managedSources.put("TLS", describe(config, ConfigKey.TCP, ConfigKey.NVLINK, ConfigKey.INFINIBAND,
-                    ConfigKey.CUDA_COPY));
-            boolean rdmacm = isTrue(config.value(ConfigKey.RDMACM));
+            managedSources.put("TLS", describe(config, UcxKeys.TCP, UcxKeys.NVLINK, UcxKeys.INFINIBAND,
+                    UcxKeys.CUDA_COPY));
+            boolean rdmacm = isTrue(config.value(UcxKeys.RDMACM));
             managed.put("SOCKADDR_TLS_PRIORITY", rdmacm ? "rdmacm" : "tcp");
-            managedSources.put("SOCKADDR_TLS_PRIORITY", describe(config, ConfigKey.TCP, ConfigKey.NVLINK,
-                    ConfigKey.INFINIBAND, ConfigKey.RDMACM));
+            managedSources.put("SOCKADDR_TLS_PRIORITY", describe(config, UcxKeys.TCP, UcxKeys.NVLINK,
+                    UcxKeys.INFINIBAND, UcxKeys.RDMACM));
         }
-        String netDevices = config.value(ConfigKey.NET_DEVICES);
+        String netDevices = config.value(UcxKeys.NET_DEVICES);
         if (netDevices != null) {
             managed.put("NET_DEVICES", netDevices);
-            managedSources.put("NET_DEVICES", "net-devices (" + config.origin(ConfigKey.NET_DEVICES) + ")");
+            managedSources.put("NET_DEVICES", "net-devices (" + config.origin(UcxKeys.NET_DEVICES) + ")");
         }
 
         Map<String, String> context = new LinkedHashMap<>();

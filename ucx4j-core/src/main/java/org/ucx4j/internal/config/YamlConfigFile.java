@@ -83,10 +83,11 @@ public final class YamlConfigFile {
      * Extracts one namespace's block as a layer.
      *
      * @param namespace which block ({@code ucx4j}, {@code distributed-ucxx}, {@code distributed.comm.ucx}, ...)
+     * @param schema the registered keys
      * @return the layer, empty when the file has no such block
      * @throws UcxConfigException for a malformed block, or unknown keys in a strict one
      */
-    public ConfigLayer read(ConfigNamespace namespace) {
+    public ConfigLayer read(ConfigNamespace namespace, ConfigSchema schema) {
         ConfigLayer layer = new ConfigLayer(file + " " + namespace.path() + ":", namespace.strict());
         Node block = root;
         for (String segment : namespace.segments()) {
@@ -105,11 +106,12 @@ public final class YamlConfigFile {
             }
             return layer;
         }
-        walk(layer, namespace, mapping, "");
+        walk(layer, namespace, schema, mapping, "");
         return layer;
     }
 
-    private void walk(ConfigLayer layer, ConfigNamespace namespace, MappingNode mapping, String prefix) {
+    private void walk(ConfigLayer layer, ConfigNamespace namespace, ConfigSchema schema, MappingNode mapping,
+            String prefix) {
         for (NodeTuple tuple : mapping.getValue()) {
             if (!(tuple.getKeyNode() instanceof ScalarNode keyNode)) {
                 continue;
@@ -118,8 +120,8 @@ public final class YamlConfigFile {
             Node value = tuple.getValueNode();
             String where = where(file, keyNode);
             if (value instanceof ScalarNode scalar) {
-                if (!(isNull(scalar) && isMapTarget(namespace, path))) {
-                    namespace.accept(layer, path, isNull(scalar) ? null : scalar.getValue(), scalar.getValue(), where);
+                if (!(isNull(scalar) && isMapTarget(namespace, schema, path))) {
+                    namespace.accept(layer, schema, path, isNull(scalar) ? null : scalar.getValue(), scalar.getValue(), where);
                 }
                 continue;
             }
@@ -127,14 +129,15 @@ public final class YamlConfigFile {
                 continue;
             }
             String kind = value instanceof MappingNode ? "a mapping" : "a list";
-            switch (ConfigSchema.classify(path, !namespace.strict())) {
+            switch (schema.classify(path, !namespace.strict())) {
                 case ConfigSchema.EnvironmentMap m when value instanceof MappingNode env ->
-                        walkEnvironment(layer, namespace, env, path);
+                        walkEnvironment(layer, namespace, schema, env, path);
                 case ConfigSchema.Group g when value instanceof MappingNode group ->
-                        walk(layer, namespace, group, path + ".");
+                        walk(layer, namespace, schema, group, path + ".");
+                case ConfigSchema.OtherModule m -> namespace.accept(layer, schema, path, null, kind, where);
                 case ConfigSchema.Unknown u -> {
                     if (namespace.strict()) {
-                        throw ConfigErrors.unknownKey(path, kind, ConfigOrigin.of(where));
+                        throw ConfigErrors.unknownKey(path, kind, ConfigOrigin.of(where), schema);
                     }
                 }
                 default -> throw ConfigErrors.invalidValue(path, kind, ConfigOrigin.of(where),
@@ -145,15 +148,17 @@ public final class YamlConfigFile {
     }
 
     /** A null where a mapping is expected ({@code environment:} or {@code memory-pool:} left empty) sets nothing. */
-    private static boolean isMapTarget(ConfigNamespace namespace, String path) {
+    private static boolean isMapTarget(ConfigNamespace namespace, ConfigSchema schema, String path) {
         if (namespace.poolSizeOnly()) {
             return false;
         }
-        ConfigSchema.Target target = ConfigSchema.classify(path, !namespace.strict());
-        return target instanceof ConfigSchema.EnvironmentMap || target instanceof ConfigSchema.Group;
+        ConfigSchema.Target target = schema.classify(path, !namespace.strict());
+        return target instanceof ConfigSchema.EnvironmentMap || target instanceof ConfigSchema.Group
+                || target instanceof ConfigSchema.OtherModule;
     }
 
-    private void walkEnvironment(ConfigLayer layer, ConfigNamespace namespace, MappingNode mapping, String path) {
+    private void walkEnvironment(ConfigLayer layer, ConfigNamespace namespace, ConfigSchema schema, MappingNode mapping,
+            String path) {
         for (NodeTuple tuple : mapping.getValue()) {
             if (!(tuple.getKeyNode() instanceof ScalarNode keyNode)) {
                 continue;
@@ -161,7 +166,7 @@ public final class YamlConfigFile {
             String entryPath = path + "." + ConfigSchema.normalize(keyNode.getValue());
             String where = where(file, keyNode);
             if (tuple.getValueNode() instanceof ScalarNode scalar) {
-                namespace.accept(layer, entryPath, isNull(scalar) ? null : scalar.getValue(), scalar.getValue(), where);
+                namespace.accept(layer, schema, entryPath, isNull(scalar) ? null : scalar.getValue(), scalar.getValue(), where);
             } else {
                 throw ConfigErrors.invalidValue(entryPath, "a mapping or list", ConfigOrigin.of(where),
                         "environment entries are single values, such as log-level: info", false);

@@ -10,6 +10,7 @@ import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.ucx4j.UcxConfig;
+import org.ucx4j.UcxKeys;
 import org.ucx4j.cuda.Cuda;
 import org.ucx4j.cuda.CudaDevice;
 import org.ucx4j.spi.UcxExtension;
@@ -48,7 +49,7 @@ public final class CudaUcxExtension implements UcxExtension {
         if (!Cuda.isAvailable()) {
             return Map.of();
         }
-        if (config.createCudaContext().orElse(true)) {
+        if (config.find(UcxKeys.CREATE_CUDA_CONTEXT).orElse(true)) {
             makeProcessGpuCurrent();
         } else if (!Cuda.device(0).hasContext()) {
             ucxWithoutContext = true;

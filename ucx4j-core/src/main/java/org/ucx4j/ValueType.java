@@ -1,16 +1,16 @@
-package org.ucx4j.internal.config;
+package org.ucx4j;
 
 import java.time.Duration;
 import java.util.Locale;
-import org.ucx4j.ProgressMode;
+import org.ucx4j.internal.config.Durations;
 
 /**
- * The type of a configuration key: how text is parsed, which Java values are accepted from the
- * builder, and how a value is shown.
+ * The type of a {@link ConfigKey}: how text is parsed, the checks every value of the type gets, and
+ * how a value is shown. Ranges of one key (a minimum, a maximum) are the key's, not the type's.
  *
  * <p>Threading: stateless constants.
  */
-public enum ValueType {
+enum ValueType {
     /** {@code true}/{@code false} (also yes/no, on/off, 1/0), case-insensitive. */
     BOOLEAN("true or false") {
         @Override
@@ -22,11 +22,11 @@ public enum ValueType {
             };
         }
     },
-    /** A byte size: {@code 1GB}, {@code 512MiB}, a number of bytes; see {@link ByteSizes}. */
+    /** A byte size: {@code 1GB}, {@code 512MiB}, a number of bytes; see {@link ByteSize}. */
     BYTES("a size such as 1GB or 512MiB") {
         @Override
         Object parseText(String text) {
-            return ByteSizes.parse(text);
+            return ByteSize.parse(text);
         }
 
         @Override
@@ -40,7 +40,7 @@ public enum ValueType {
 
         @Override
         String displayValue(Object value) {
-            return ByteSizes.format((Long) value);
+            return ByteSize.format((Long) value);
         }
     },
     /** A duration: {@code 5s}, {@code 250ms}, a number of seconds; see {@link Durations}. */
@@ -127,7 +127,7 @@ public enum ValueType {
      *
      * @return for example {@code true or false}
      */
-    public String expected() {
+    String expected() {
         return expected;
     }
 
@@ -166,7 +166,7 @@ public enum ValueType {
      * @param value a checked value of this type, or null
      * @return the display text; {@code none} for null
      */
-    public String display(Object value) {
+    String display(Object value) {
         return value == null ? "none" : displayValue(value);
     }
 

@@ -1,4 +1,4 @@
-package org.ucx4j.internal.config;
+package org.ucx4j;
 
 import java.math.BigDecimal;
 import java.math.BigInteger;
@@ -8,20 +8,28 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Parses and formats byte sizes the way Dask's {@code parse_bytes} reads them, so that one config
- * file serves Python and Java alike.
+ * The one parser of byte sizes in ucx4j, shared by the configuration ({@code memory-pool.size: 1GB})
+ * and the command line ({@code ucx4j bench --size 64Mi}), with one meaning for each unit.
  *
- * <p>Decimal units are powers of 1000 ({@code kB}, {@code MB}, {@code GB}, {@code TB},
- * {@code PB}, and their one-letter forms {@code k}, {@code m}, {@code g}, {@code t}, {@code p}:
- * note that {@code 1g} is 10^9 bytes here, unlike the JVM's {@code -Xmx1g}); IEC units are powers of
- * 1024 ({@code KiB}, {@code MiB}, {@code GiB}, {@code TiB}, {@code PiB}, also written {@code Ki},
- * {@code Mi}, ...). Units are case-insensitive, spaces are ignored, a fraction is allowed
- * ({@code 1.5 GB}, {@code 1000.00 MB}) and fractions of a byte are dropped, as Dask does. A number
- * without a unit is a count of bytes and must then be whole.
+ * <ul>
+ *   <li>SI units are powers of <b>ten</b>, as in Dask's {@code parse_bytes}: {@code kB} (also
+ *       {@code KB}, {@code k}) = 10^3, {@code MB} ({@code m}) = 10^6, {@code GB} ({@code g}) = 10^9,
+ *       {@code TB} ({@code t}) = 10^12, {@code PB} ({@code p}) = 10^15. Note that {@code 1g} is 10^9
+ *       bytes here, unlike the JVM's {@code -Xmx1g}.</li>
+ *   <li>IEC units are powers of <b>two</b>: {@code Ki}/{@code KiB} = 2^10, {@code Mi}/{@code MiB} = 2^20,
+ *       {@code Gi}/{@code GiB} = 2^30, {@code Ti}/{@code TiB} = 2^40, {@code Pi}/{@code PiB} = 2^50.</li>
+ *   <li>A plain number is a count of bytes and must be whole; {@code B} means bytes too.</li>
+ * </ul>
+ * Units are case-insensitive, spaces and {@code _} are ignored, a fraction is allowed with a unit
+ * ({@code 1.5 GB}, {@code 1000.00 MB}) and fractions of a byte are dropped, as Dask does. So
+ * {@code 64MB} is 64,000,000 bytes and {@code 64Mi} is 67,108,864 bytes.
+ *
+ * <p>Output units are a different matter: bandwidth printed as "MB/s" by {@code ucx4j bench} is
+ * 2^20 bytes per second, as {@code ucx_perftest} prints it.
  *
  * <p>Threading: stateless, safe everywhere.
  */
-public final class ByteSizes {
+public final class ByteSize {
     private static final Pattern SIZE = Pattern.compile("([+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:e[+-]?\\d+)?)([a-z]*)");
     private static final long KIB = 1L << 10;
     private static final Map<String, Long> UNITS = Map.ofEntries(
@@ -37,15 +45,16 @@ public final class ByteSizes {
             Map.entry("ti", KIB << 30), Map.entry("tib", KIB << 30),
             Map.entry("pi", KIB << 40), Map.entry("pib", KIB << 40));
 
-    private ByteSizes() {
+    private ByteSize() {
     }
 
     /**
      * Parses a size.
      *
-     * @param text for example {@code 1GB}, {@code 512MiB}, {@code 1.5 GB}, {@code 1g}, {@code 4096}
+     * @param text for example {@code 1GB}, {@code 512MiB}, {@code 1.5 GB}, {@code 64Mi}, {@code 4096}
      * @return the size in bytes, never negative
-     * @throws IllegalArgumentException with a reason (no key or source: the caller adds those)
+     * @throws IllegalArgumentException with the reason, which names the units (the caller adds where
+     *     the text came from)
      */
     public static long parse(String text) {
         String norm = text.replace(" ", "").replace("_", "").toLowerCase(Locale.ROOT);
@@ -92,6 +101,6 @@ public final class ByteSizes {
                 return (bytes / d) + " " + decimal[i] + " (" + bytes + " bytes)";
             }
         }
-        return bytes + " bytes";
+        return bytes == 1 ? "1 byte" : bytes + " bytes";
     }
 }

@@ -7,25 +7,26 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Logs each deprecated (legacy Dask) key at most once per process.
+ * Logs each configuration warning at most once per process: a deprecated (legacy Dask) key read, or a
+ * key of a ucx4j module that is not on the path ignored.
  *
  * <p>Why global state: the promise is "once per key per process", however many configurations
- * are loaded; a per-config flag would repeat the warning on every load.
+ * are loaded (every {@code CommOptions} loads one); a per-config flag would repeat the warning on every load.
  *
  * <p>Threading: safe from any thread; the first caller for a key logs, later callers do not.
  */
-public final class DeprecationWarnings {
-    private static final Logger LOG = LoggerFactory.getLogger(DeprecationWarnings.class);
+public final class ConfigWarnings {
+    private static final Logger LOG = LoggerFactory.getLogger(ConfigWarnings.class);
     private static final Set<String> WARNED = ConcurrentHashMap.newKeySet();
     private static volatile BiConsumer<String, String> observer;
 
-    private DeprecationWarnings() {
+    private ConfigWarnings() {
     }
 
     /**
-     * Logs a warning for a legacy key, unless one was already logged for it in this process.
+     * Logs a warning about a key, unless one was already logged for it in this process.
      *
-     * @param legacyKey the legacy key, for example {@code distributed.comm.ucx.tcp}
+     * @param legacyKey what the warning is about, for example the legacy key {@code distributed.comm.ucx.tcp}
      * @param message the full warning, naming the key to use instead
      * @return true when this call logged
      */

@@ -1,0 +1,39 @@
+package org.ucx4j.comm;
+
+import java.util.List;
+import org.ucx4j.ConfigKey;
+
+/**
+ * ucx4j-comm's configuration keys: message limits, the multi-send switch and the handshake's shared
+ * secret. Read with {@code config.get(CommKeys.MAX_FRAMES)} on a {@link org.ucx4j.UcxConfig}; set with
+ * {@code UcxConfig.builder().set(CommKeys.MAX_FRAMES, 10)}, {@code -Ducx4j.max-frames=10},
+ * {@code UCX4J__MAX_FRAMES=10} or {@code max-frames: 10} in {@code ucx4j.yaml}. {@link CommOptions} reads
+ * them for the comms it configures. They are registered with the configuration whenever ucx4j-comm is on
+ * the class or module path; docs/CONFIGURATION.md describes each.
+ *
+ * <p>Threading: immutable constants.
+ */
+public final class CommKeys {
+    /** Send all frames of a message in one multi-send ({@code ucx://} only). Unset: one send per frame. */
+    public static final ConfigKey<Boolean> MULTI_BUFFER =
+            ConfigKey.flag("multi-buffer", "send all frames of a message in one multi-send");
+    /** The most frames one message may carry; a peer claiming more is refused (default 100000). */
+    public static final ConfigKey<Integer> MAX_FRAMES =
+            ConfigKey.count("max-frames", 100_000, "most frames one message may carry; a peer claiming more is refused");
+    /** The largest single frame accepted from a peer: at least 1 byte (default 64 GiB). */
+    public static final ConfigKey<Long> MAX_FRAME_SIZE = ConfigKey.size("max-frame-size", 64L << 30, 1, Long.MAX_VALUE,
+            "largest single frame accepted from a peer");
+    /** The shared secret for the handshake; never printed (shown as {@code (set)}). */
+    public static final ConfigKey<String> AUTH_SECRET =
+            ConfigKey.secret("auth.secret", "shared secret for the handshake");
+    /** A file holding the shared secret; exclusive with {@link #AUTH_SECRET}. */
+    public static final ConfigKey<String> AUTH_SECRET_FILE =
+            ConfigKey.text("auth.secret-file", "file holding the shared secret");
+
+    /** ucx4j-comm's keys, in documentation order. */
+    public static final List<ConfigKey<?>> ALL =
+            List.of(MULTI_BUFFER, MAX_FRAMES, MAX_FRAME_SIZE, AUTH_SECRET, AUTH_SECRET_FILE);
+
+    private CommKeys() {
+    }
+}

@@ -1,0 +1,60 @@
+package org.ucx4j.comm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+import org.ucx4j.ConfigEntry;
+import org.ucx4j.UcxConfig;
+import org.ucx4j.UcxConfigException;
+
+/** ucx4j-comm's keys: registered through ServiceLoader, declared as documented, read by CommOptions. */
+class CommKeysTest {
+    @Test
+    void registeredWithTheConfigurationWhenCommIsOnThePath() {
+        // Registration also checks that the core lists each key as comm's, so that it is ignored (with a
+        // warning), not refused, where comm is absent.
+        UcxConfig config = UcxConfig.builder().set(CommKeys.MAX_FRAMES, 10).build();
+        assertTrue(config.keys().containsAll(CommKeys.ALL), config.keys().toString());
+        assertEquals(10, config.get(CommKeys.MAX_FRAMES));
+        assertTrue(config.entries().contains(new ConfigEntry("max-frames", "10", "builder")));
+        // Text from any source reaches the same key.
+        assertEquals(Boolean.TRUE, UcxConfig.builder().set("multi-buffer", "yes").build().get(CommKeys.MULTI_BUFFER));
+    }
+
+    @Test
+    void declaredAsDocumented() {
+        assertEquals(Optional.of(100_000), CommKeys.MAX_FRAMES.defaultValue());
+        assertEquals(Optional.of(64L << 30), CommKeys.MAX_FRAME_SIZE.defaultValue());
+        assertEquals(Optional.empty(), CommKeys.MULTI_BUFFER.defaultValue());
+        assertTrue(CommKeys.AUTH_SECRET.isSecret());
+        assertFalse(CommKeys.AUTH_SECRET_FILE.isSecret());
+    }
+
+    @Test
+    void validatedAtLoadNamingKeyValueAndSource() {
+        UcxConfigException e = assertThrows(UcxConfigException.class,
+                () -> UcxConfig.builder().set("max-frames", "0").build());
+        assertTrue(e.getMessage().contains("invalid value '0' for ucx4j config key 'max-frames' from builder"),
+                e.getMessage());
+        assertThrows(UcxConfigException.class, () -> UcxConfig.builder().set(CommKeys.MAX_FRAME_SIZE, 0L).build());
+        UcxConfigException secret = assertThrows(UcxConfigException.class,
+                () -> UcxConfig.builder().set(CommKeys.AUTH_SECRET, "  ").build());
+        assertFalse(secret.getMessage().contains("'  '"), secret.getMessage());
+        assertEquals(Optional.empty(), secret.value());
+    }
+
+    @Test
+    void commOptionsReadThem() {
+        CommOptions options = CommOptions.builder().config(UcxConfig.builder().set(CommKeys.MAX_FRAMES, 5)
+                .set(CommKeys.MAX_FRAME_SIZE, 1L << 20).set(CommKeys.MULTI_BUFFER, true)
+                .set(CommKeys.AUTH_SECRET, "s3cret").build()).build();
+        assertEquals(5, options.maxFrames());
+        assertEquals(1L << 20, options.maxFrameSize());
+        assertTrue(options.multiBuffer());
+        assertEquals("s3cret", new String(options.secret().orElseThrow(), java.nio.charset.StandardCharsets.UTF_8));
+    }
+}

@@ -1,0 +1,41 @@
+package org.ucx4j.internal.config;
+
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The names that ucx4j's other modules own, so that the core can tell a key of a module that is not on
+ * the path (ignored with a warning: one {@code ucx4j.yaml} serves applications with different sets of
+ * modules) from a misspelt key (an error).
+ *
+ * <p>Registering a key of a ucx4j module that is not listed here under that module fails, so a key
+ * added to a module without an entry here breaks that module's tests.
+ *
+ * <p>Threading: immutable constants.
+ */
+public final class ModuleKeyNames {
+    /** A key name, or a group that covers the keys below it, to the module that owns it. */
+    public static final Map<String, String> OWNERS = Map.of(
+            "multi-buffer", "ucx4j-comm",
+            "max-frames", "ucx4j-comm",
+            "max-frame-size", "ucx4j-comm",
+            "auth", "ucx4j-comm",
+            "memory-pool", "ucx4j-cuda");
+
+    private ModuleKeyNames() {
+    }
+
+    /**
+     * The module owning a path: the path is an owned name, lies below one, or is a group above one.
+     *
+     * @param path a normalised dotted path, for example {@code auth.secret} or {@code memory-pool}
+     * @return the module, or empty when no other module owns the name
+     */
+    public static Optional<String> owner(String path) {
+        return OWNERS.entrySet().stream()
+                .filter(e -> path.equals(e.getKey()) || path.startsWith(e.getKey() + ".")
+                        || e.getKey().startsWith(path + "."))
+                .map(Map.Entry::getValue)
+                .findFirst();
+    }
+}
