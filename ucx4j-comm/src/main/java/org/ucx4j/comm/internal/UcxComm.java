@@ -87,7 +87,11 @@ final class UcxComm extends AbstractComm {
     /** Whether the reader side (AbstractComm) is waiting for the pipeline's head. */
     private boolean headWanted;
     static final int PIPELINE_DEPTH = 8;
-    static final long PIPELINE_BYTES = 64L * 1024 * 1024;
+    /**
+     * 256 MiB: four 64 MiB frames can be in flight. With 64 MiB the receiver had one 64 MiB message at a
+     * time, a round trip per message that GPU-to-GPU transfers (tens of microseconds each) feel.
+     */
+    static final long PIPELINE_BYTES = 256L * 1024 * 1024;
 
     /** One message being received: done with the message, or failed with an {@link End}. */
     private static final class Incoming {
