@@ -10,7 +10,11 @@
 #   put_bw_64Mi   ucp_put_bw -s 64Mi    --op put --mode bandwidth --size 64Mi
 #   get_bw_64Mi   ucp_get -s 64Mi       --op get --mode bandwidth --size 64Mi
 #   comm_ucx      --comm ucx --mode bandwidth --size 64Mi, beside the core's tag_bw_64Mi of the same round
-#   comm_tcp      --comm tcp --mode bandwidth --size 64Mi (GPU memory: frames staged through host memory)
+#   comm_tcp      --comm tcp --mode bandwidth --size 64Mi (GPU memory: frames staged through host memory),
+#                 once a round (with the first PEH setting: tcp:// does not depend on it)
+# With GPU memory and CuPy importable, first the reference copies of 64 MiB with CuPy (pinned host to
+# device, device to pinned host, device to device from SERVER_GPU to CLIENT_GPU): the comm_tcp row is
+# also shown against the slower pinned copy, which the issue's target for host <-> device frames names.
 # ucx_perftest gets -m MEMORY on both sides; ucx4j gets --memory MEMORY --gpu CLIENT_GPU --peer-gpu
 # SERVER_GPU (nothing with MEMORY=host, so the script runs on a ucx4j without GPU options too). The
 # perftest server runs with CUDA_VISIBLE_DEVICES=SERVER_GPU, its client with CLIENT_GPU. Both tools get
@@ -167,6 +171,60 @@ PY
     fi
 }
 
+# reference_copies: CuPy's copy bandwidths (MB/s, 2^20) as one JSON line, or {"error": ...}.
+reference_copies() {
+    SERVER_GPU=$SERVER_GPU CLIENT_GPU=$CLIENT_GPU python3 - <<'PY' 2>&1 | tail -n 1
+import json, os, time
+try:
+    import cupy as cp
+    rt = cp.cuda.runtime
+    n, iters = 64 << 20, 20
+    src_gpu, dst_gpu = int(os.environ["SERVER_GPU"]), int(os.environ["CLIENT_GPU"])
+    def measure(copy, device):
+        with cp.cuda.Device(device):
+            stream = cp.cuda.Stream(non_blocking=True)
+            copy(stream.ptr)
+            stream.synchronize()
+            t = time.perf_counter()
+            for _ in range(iters):
+                copy(stream.ptr)
+            stream.synchronize()
+            return round(iters * n / (time.perf_counter() - t) / 2**20, 1)
+    with cp.cuda.Device(dst_gpu):
+        dst = rt.malloc(n)
+        pinned = cp.cuda.alloc_pinned_memory(n)
+    with cp.cuda.Device(src_gpu):
+        src = rt.malloc(n)
+    if src_gpu != dst_gpu:
+        with cp.cuda.Device(dst_gpu):
+            if rt.deviceCanAccessPeer(dst_gpu, src_gpu):
+                try:
+                    rt.deviceEnablePeerAccess(src_gpu)
+                except rt.CUDARuntimeError:
+                    pass  # already enabled
+    out = {
+        "h2d_pinned_mbps": measure(lambda s: rt.memcpyAsync(dst, pinned.ptr, n, rt.memcpyHostToDevice, s), dst_gpu),
+        "d2h_pinned_mbps": measure(lambda s: rt.memcpyAsync(pinned.ptr, dst, n, rt.memcpyDeviceToHost, s), dst_gpu),
+        "d2d_mbps": measure(lambda s: rt.memcpyPeerAsync(dst, dst_gpu, src, src_gpu, n, s), dst_gpu),
+        "size": n, "iterations": iters, "from_gpu": src_gpu, "to_gpu": dst_gpu,
+        "cupy": cp.__version__,
+    }
+    rt.free(src)
+    rt.free(dst)
+except Exception as e:  # the reference is optional: say why there is none
+    out = {"error": f"{type(e).__name__}: {e}"}
+print(json.dumps(out))
+PY
+}
+
+REFERENCE='{"error": "not measured (MEMORY=host)"}'
+if [ "$MEMORY" = cuda ]; then
+    echo "reference copies with CuPy (64 MiB, GPU $SERVER_GPU -> GPU $CLIENT_GPU) ..." >&2
+    REFERENCE=$(reference_copies)
+    echo "reference copies: $REFERENCE" >&2
+fi
+export REFERENCE
+
 start=$(date +%s)
 elapsed() { echo $(($(date +%s) - start)); }
 past_deadline() { [ -n "${DEADLINE:-}" ] && [ "$(elapsed)" -ge "$DEADLINE" ]; }
@@ -191,6 +249,8 @@ for round in $(seq "$ROUNDS"); do
         done
         for spec in "${COMM_ROWS[@]}"; do
             read -r row kind iters <<<"$spec"
+            # tcp:// does not depend on peer error handling: once a round, with the first setting.
+            [ "$kind" = tcp ] && [ "$peh" != "${PEH_LIST[0]}" ] && continue
             past_deadline && { stopped="stopped in round $round at the deadline (${DEADLINE} s)"; break 3; }
             echo "round $round/$ROUNDS, peer error handling $peh, $row ($(elapsed) s, load $(bench_loadavg))" >&2
             ucx4j "$round" "$peh" "$row" --comm "$kind" --mode bandwidth --size "$MIB64" --iters "$iters"
@@ -227,6 +287,12 @@ meta = {
                    "comm_ucx": int(e["COMM_ITERS"]), "comm_tcp": int(e["COMM_TCP_ITERS"])},
     "warmup_time": e["WARMUP_TIME"], "ucx4j_extra_args": e["B_EXTRA_ARGS"],
 }
+try:
+    meta["reference_copies"] = json.loads(e["REFERENCE"])
+except ValueError:
+    meta["reference_copies"] = {"error": e["REFERENCE"]}
+ref = meta["reference_copies"]
+pinned = min(ref["h2d_pinned_mbps"], ref["d2h_pinned_mbps"]) if "h2d_pinned_mbps" in ref else None
 runs, cells, per_round = [], defaultdict(list), defaultdict(dict)
 for line in open(raw_path):
     rnd, peh, row, tool, metric, value, out = line.rstrip("\n").split("\t", 6)
@@ -272,8 +338,8 @@ for key, (test, size, metric, label) in labels.items():
                      + ("-" if ratio is None else f"{ratio:.2f}") + " |")
 comm = [r for r in ("comm_ucx", "comm_tcp") if any(x["row"] == r for x in runs)]
 if comm:
-    lines += ["", "| comm row | peer error handling | core tag 64 MiB, MB/s | comm 64 MiB, MB/s | comm / core tag (median of per-round ratios) |",
-              "|---|---|---|---|---|"]
+    lines += ["", "| comm row | peer error handling | core tag 64 MiB, MB/s | comm 64 MiB, MB/s | comm / core tag "
+              "(median of per-round ratios) | comm / pinned copy |", "|---|---|---|---|---|---|"]
     for row in comm:
         for peh in pehs:
             c, t = per_round.get((peh, row, "bw", "ucx4j"), {}), per_round.get((peh, "tag_bw_64Mi", "bw", "ucx4j"), {})
@@ -281,12 +347,23 @@ if comm:
                 continue
             ratios = [c[r] / t[r] for r in c if r in t and t[r]]
             ratio = statistics.median(ratios) if ratios else None
-            summary.append({"row": row, "metric": "bw", "peer_error_handling": peh, "ucx4j": med.get((peh, row, "bw", "ucx4j")),
-                            "core_tag_64Mi": med.get((peh, "tag_bw_64Mi", "bw", "ucx4j")), "ratio_to_core_tag": ratio})
+            mc = med.get((peh, row, "bw", "ucx4j"))
+            to_pinned = mc / pinned if pinned and mc is not None else None
+            summary.append({"row": row, "metric": "bw", "peer_error_handling": peh, "ucx4j": mc,
+                            "core_tag_64Mi": med.get((peh, "tag_bw_64Mi", "bw", "ucx4j")), "ratio_to_core_tag": ratio,
+                            "ratio_to_pinned_copy": to_pinned})
             lines.append(f"| {row.replace('comm_', '')}:// | {peh} | {fmt(med.get((peh, 'tag_bw_64Mi', 'bw', 'ucx4j')), 'bw')} | "
-                         f"{fmt(med.get((peh, row, 'bw', 'ucx4j')), 'bw')} | " + ("-" if ratio is None else f"{ratio:.2f}") + " |")
+                         f"{fmt(mc, 'bw')} | " + ("-" if ratio is None else f"{ratio:.2f}") + " | "
+                         + ("-" if to_pinned is None else f"{to_pinned:.2f}") + " |")
+if "error" in ref:
+    lines += ["", f"reference copies (CuPy): none ({ref['error']})"]
+else:
+    lines += ["", f"reference copies (CuPy, 64 MiB, {ref['iterations']} each, GPU {ref['from_gpu']} -> GPU {ref['to_gpu']}): "
+              f"pinned host -> device {fmt(ref['h2d_pinned_mbps'], 'bw')} MB/s, device -> pinned host "
+              f"{fmt(ref['d2h_pinned_mbps'], 'bw')} MB/s, device -> device {fmt(ref['d2d_mbps'], 'bw')} MB/s; "
+              "'pinned copy' above is the slower of the first two."]
 failed = [f"{r['tool']} {r['row']} (round {r['round']}, peer error handling {r['peer_error_handling']})" for r in runs if r["metric"] == "failed"]
-lines += ["", f"median of {meta['rounds_done']} alternating rounds per cell (of {meta['rounds_planned']} planned); "
+lines += ["", f"each cell: the median of its runs, in {meta['rounds_done']} complete alternating rounds of {meta['rounds_planned']} planned; "
           f"{meta['seconds']} s in all; load average {meta['load_start']} at the start, {meta['load_end']} at the end. "
           "Latency: one-way (half a round trip), usec; bandwidth: MB/s, MB = 2^20 bytes. "
           "Peer error handling: on = ucx_perftest -e and ucx4j's default; off = ucx_perftest's default and "
