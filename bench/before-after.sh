@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The same host benchmarks with two builds of ucx4j, alternating, in one run: did a change make a hot path
+# slower? BEFORE and AFTER are folders of jars (a module path: the CLI and its dependencies). Rows:
+# core tag 8 B latency (caller and thread-blocking progress), core tag 8 B message rate, core tag 64 MiB
+# bandwidth, comm ucx:// 1 KiB round trips and 1 MiB bandwidth. Each cell is the median of ROUNDS runs
+# (default 3). Units: latency one-way usec (p50); bandwidth MB/s (MB = 2^20 B); rate messages/s.
+#
+#   BEFORE=/path/to/old/jars AFTER=/path/to/new/jars bench/before-after.sh
+#   (on a GPU machine: bin/gpu-run shell env BEFORE=.gpu/baseline AFTER=.gpu/modules bench/before-after.sh)
+set -euo pipefail
+: "${BEFORE:?BEFORE=<folder of jars>}" "${AFTER:?AFTER=<folder of jars>}"
+ROUNDS=${ROUNDS:-3}
+JAVA=${JAVA:-java}
+ROWS=(
+    "tag_lat_caller|--op tag --mode latency --size 8 --iters 20000 --progress caller|latency_us_p50"
+    "tag_lat_blocking|--op tag --mode latency --size 8 --iters 20000|latency_us_p50"
+    "tag_rate|--op tag --mode rate --size 8 --iters 200000|msg_rate"
+    "tag_bw_64Mi|--op tag --mode bandwidth --size 67108864 --iters 20|bandwidth_mbps"
+    "comm_ucx_1KiB|--comm ucx --mode latency --size 1024 --iters 20000|round_trips_per_s"
+    "comm_ucx_1MiB|--comm ucx --mode bandwidth --size 1048576 --iters 2000|bandwidth_mbps"
+)
+run() { # run JARS ARGS FIELD -> the figure, or empty
+    local out
+    # shellcheck disable=SC2086 # ARGS is a word list
+    out=$(timeout -k 5 120 "$JAVA" --enable-native-access=org.ucx4j.core,org.ucx4j.cuda -p "$1" \
+        -m org.ucx4j.cli/org.ucx4j.cli.Main bench $2 --warmup-time 2 --json 2>/dev/null) || true
+    python3 -c 'import json,sys
+try:
+    d = json.loads(sys.argv[1]); v = d.get(sys.argv[2])
+    if v is None and sys.argv[2] == "round_trips_per_s" and d.get("latency_us_avg"):
+        v = 1e6 / (2 * d["latency_us_avg"])
+    print("" if v is None else v)
+except Exception:
+    print("")' "$out" "$3"
+}
+declare -A FIG
+for r in $(seq "$ROUNDS"); do
+    for row in "${ROWS[@]}"; do
+        IFS='|' read -r id args field <<<"$row"
+        for side in BEFORE AFTER; do
+            echo "round $r/$ROUNDS $id $side (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+            FIG[$id,$side]+="$(run "${!side}" "$args" "$field") "
+        done
+    done
+done
+echo "| row | metric | before (median) | after (median) | after / before | all before | all after |"
+echo "|---|---|---|---|---|---|---|"
+for row in "${ROWS[@]}"; do
+    IFS='|' read -r id args field <<<"$row"
+    python3 - "$id" "$field" "${FIG[$id,BEFORE]}" "${FIG[$id,AFTER]}" <<'PY'
+import statistics, sys
+rid, field, b, a = sys.argv[1:]
+bs = [float(x) for x in b.split()]
+as_ = [float(x) for x in a.split()]
+mb = statistics.median(bs) if bs else None
+ma = statistics.median(as_) if as_ else None
+ratio = f"{ma / mb:.2f}" if mb and ma else "-"
+f = lambda v: "-" if v is None else f"{v:,.3f}" if v < 100 else f"{v:,.0f}"
+print(f"| {rid} | {field} | {f(mb)} | {f(ma)} | {ratio} | {' '.join(f(x) for x in bs)} | {' '.join(f(x) for x in as_)} |")
+PY
+done
