@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.Objects;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.NativeLinker;
 import org.ucx4j.internal.Structs;
 import org.ucx4j.internal.Ucp;
@@ -42,8 +43,6 @@ final class ActiveMessages {
     static final long RECV_ATTR_FIELD_REPLY_EP = 1;
     static final long RECV_ATTR_FLAG_RNDV = 1L << 17;
     static final int SEND_FLAG_REPLY = 1;
-    private static final byte UCS_OK = 0;
-    private static final byte UCS_INPROGRESS = 1;
 
     private final WorkerRuntime rt;
     private final Map<Integer, AmHandler> handlers = new HashMap<>();
@@ -87,7 +86,7 @@ final class ActiveMessages {
             p.set(ADDRESS, Structs.offset(Structs.UCP_AM_HANDLER_PARAM, "cb"),
                     handler == null && id != SIMPLE_ID ? MemorySegment.NULL : Upcalls.AM_RECV);
             p.set(ADDRESS, Structs.offset(Structs.UCP_AM_HANDLER_PARAM, "arg"), Upcalls.userData(rt.id, id));
-            int status = UcxContext.callInt(() -> (byte) Ucp.worker_set_am_recv_handler.invokeExact(rt.handle, p));
+            int status = NativeCalls.callInt(() -> (byte) Ucp.worker_set_am_recv_handler.invokeExact(rt.handle, p));
             if (status != 0) {
                 throw UcxException.of("ucp_worker_set_am_recv_handler", status, "active message id " + id);
             }
@@ -130,20 +129,20 @@ final class ActiveMessages {
         } catch (Throwable t) {
             LOG.error("active message allocator failed for {} bytes (id {}); message dropped", length, id, t);
             if (rendezvous) {
-                UcxContext.invoke(() -> { Ucp.am_data_release.invokeExact(rt.handle, data); });
+                NativeCalls.invoke(() -> { Ucp.am_data_release.invokeExact(rt.handle, data); });
             }
-            return UCS_OK;
+            return (byte) UcxStatus.OK.code();
         }
         byte status;
         if (rendezvous) {
             fetch(data, dst, length, sender, body);
-            status = UCS_INPROGRESS;
+            status = (byte) UcxStatus.INPROGRESS.code();
         } else {
             if (length > 0) {
                 chosen.copyEager(dst.asSlice(0, length), NativeLinker.view(data, length));
             }
             body.complete(dst.asSlice(0, length));
-            status = UCS_OK;
+            status = (byte) UcxStatus.OK.code();
         }
         AmMessage message = new AmMessage(id, hdr, length, rendezvous, sender, body);
         if (id == SIMPLE_ID) {
@@ -169,7 +168,7 @@ final class ActiveMessages {
 
     private void fetch(MemorySegment desc, MemorySegment dst, long length, UcxEndpoint sender, UcxFuture<MemorySegment> body) {
         UcxFuture<Long> received = new UcxFuture<>();
-        Operation op = new Operation(rt, Operation.STREAM_RECV, "ucp_am_recv_data_nbx", sender, length, received);
+        Operation op = new Operation(rt, OperationKind.AM_RECV_DATA, sender, length, received);
         MemorySegment p = rt.param(op, Upcalls.STREAM_RECV, 0, 0);
         MemorySegment target = MemorySegment.ofAddress(dst.address());
         MemorySegment r;

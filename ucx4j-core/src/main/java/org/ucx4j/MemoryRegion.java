@@ -9,6 +9,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.NativeLinker;
 import org.ucx4j.internal.Structs;
 import org.ucx4j.internal.Ucp;
@@ -75,7 +76,7 @@ public final class MemoryRegion implements AutoCloseable {
             params.set(ADDRESS, Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "address"), address);
             params.set(JAVA_LONG, Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "length"), segment.byteSize());
             MemorySegment out = a.allocate(ADDRESS);
-            int status = UcxContext.callInt(() -> (byte) Ucp.mem_map.invokeExact(contextHandle, params, out));
+            int status = NativeCalls.callInt(() -> (byte) Ucp.mem_map.invokeExact(contextHandle, params, out));
             UcxContext.check(status, "ucp_mem_map", "mapping " + segment.byteSize() + " bytes");
             return new MemoryRegion(context, out.get(ADDRESS, 0), segment, null);
         }
@@ -94,13 +95,13 @@ public final class MemoryRegion implements AutoCloseable {
             params.set(JAVA_LONG, Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "length"), size);
             params.set(JAVA_INT, Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "flags"), MEM_MAP_ALLOCATE);
             MemorySegment out = a.allocate(ADDRESS);
-            int status = UcxContext.callInt(() -> (byte) Ucp.mem_map.invokeExact(contextHandle, params, out));
+            int status = NativeCalls.callInt(() -> (byte) Ucp.mem_map.invokeExact(contextHandle, params, out));
             UcxContext.check(status, "ucp_mem_map", "allocating " + size + " bytes");
             memh = out.get(ADDRESS, 0);
             MemorySegment attr = a.allocate(Structs.UCP_MEM_ATTR);
             attr.set(JAVA_LONG, Structs.offset(Structs.UCP_MEM_ATTR, "field_mask"),
                     MEM_ATTR_FIELD_ADDRESS | MEM_ATTR_FIELD_LENGTH);
-            status = UcxContext.callInt(() -> (byte) Ucp.mem_query.invokeExact(memh, attr));
+            status = NativeCalls.callInt(() -> (byte) Ucp.mem_query.invokeExact(memh, attr));
             if (status != 0) {
                 unmap(contextHandle, memh);
                 throw UcxException.of("ucp_mem_query", status, "after allocating " + size + " bytes");
@@ -109,7 +110,7 @@ public final class MemoryRegion implements AutoCloseable {
             long length = attr.get(JAVA_LONG, Structs.offset(Structs.UCP_MEM_ATTR, "length"));
             if (base.address() == 0 || length < size) {
                 unmap(contextHandle, memh);
-                throw new UcxException("ucp_mem_query", -3, "UCX reported " + length + " bytes at 0x"
+                throw new UcxException("ucp_mem_query", UcxStatus.IO_ERROR.code(), "UCX reported " + length + " bytes at 0x"
                         + Long.toHexString(base.address()) + " for an allocation of " + size + " bytes");
             }
             Arena scope = Arena.ofShared();
@@ -118,7 +119,7 @@ public final class MemoryRegion implements AutoCloseable {
     }
 
     private static void unmap(MemorySegment contextHandle, MemorySegment memh) {
-        UcxContext.callInt(() -> (byte) Ucp.mem_unmap.invokeExact(contextHandle, memh));
+        NativeCalls.callInt(() -> (byte) Ucp.mem_unmap.invokeExact(contextHandle, memh));
     }
 
     /**
@@ -174,7 +175,7 @@ public final class MemoryRegion implements AutoCloseable {
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment bufferOut = a.allocate(ADDRESS);
                 MemorySegment sizeOut = a.allocate(JAVA_LONG);
-                int status = UcxContext.callInt(
+                int status = NativeCalls.callInt(
                         () -> (byte) Ucp.rkey_pack.invokeExact(contextHandle, memh, bufferOut, sizeOut));
                 UcxContext.check(status, "ucp_rkey_pack", "region of " + size() + " bytes");
                 MemorySegment buffer = bufferOut.get(ADDRESS, 0);
@@ -183,7 +184,7 @@ public final class MemoryRegion implements AutoCloseable {
                     long n = sizeOut.get(JAVA_LONG, 0);
                     packed = NativeLinker.view(buffer, n).toArray(JAVA_BYTE);
                 } finally {
-                    UcxContext.invoke(() -> { Ucp.rkey_buffer_release.invokeExact(buffer); });
+                    NativeCalls.invoke(() -> { Ucp.rkey_buffer_release.invokeExact(buffer); });
                 }
                 return RemoteKeyFormat.encode(segment.address(), segment.byteSize(), packed);
             }
@@ -212,7 +213,7 @@ public final class MemoryRegion implements AutoCloseable {
             if (allocation != null) {
                 allocation.close();
             }
-            int status = UcxContext.callInt(() -> (byte) Ucp.mem_unmap.invokeExact(contextHandle, memh));
+            int status = NativeCalls.callInt(() -> (byte) Ucp.mem_unmap.invokeExact(contextHandle, memh));
             context.regionClosed(this);
             UcxContext.check(status, "ucp_mem_unmap", "region of " + segment.byteSize() + " bytes");
             return null;

@@ -7,13 +7,8 @@ import java.lang.foreign.MemorySegment;
  * callback (or an immediate completion) and is only touched while holding the worker's progress lock.
  */
 final class Operation {
-    static final int SEND = 0;
-    static final int TAG_RECV = 1;
-    static final int STREAM_RECV = 2;
-
     private final WorkerRuntime runtime;
-    final int kind;
-    final String call;
+    final OperationKind kind;
     final UcxFuture<Object> future;
     final UcxEndpoint endpoint;
     final long length;
@@ -34,10 +29,9 @@ final class Operation {
     Operation epNext;
 
     @SuppressWarnings("unchecked")
-    Operation(WorkerRuntime runtime, int kind, String call, UcxEndpoint endpoint, long length, UcxFuture<?> future) {
+    Operation(WorkerRuntime runtime, OperationKind kind, UcxEndpoint endpoint, long length, UcxFuture<?> future) {
         this.runtime = runtime;
         this.kind = kind;
-        this.call = call;
         this.endpoint = endpoint;
         this.length = length;
         this.future = (UcxFuture<Object>) future;

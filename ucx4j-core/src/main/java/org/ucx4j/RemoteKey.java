@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.Ucp;
 
 /**
@@ -139,7 +140,7 @@ public final class RemoteKey implements AutoCloseable {
             LOG.debug("remote key not destroyed: worker {} is shutting down", rt.worker.name());
             return;
         }
-        UcxContext.invoke(() -> { Ucp.rkey_destroy.invokeExact(handle); });
+        NativeCalls.invoke(() -> { Ucp.rkey_destroy.invokeExact(handle); });
     }
 
     /**

@@ -26,6 +26,6 @@ public class UcxCanceledException extends UcxException {
      * @param detail what was being done, or null
      */
     public UcxCanceledException(String call, String detail) {
-        super(call, -16, detail);
+        super(call, UcxStatus.CANCELED.code(), detail);
     }
 }

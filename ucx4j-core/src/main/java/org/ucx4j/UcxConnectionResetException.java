@@ -26,6 +26,6 @@ public class UcxConnectionResetException extends UcxException {
      * @param detail what was being done, or null
      */
     public UcxConnectionResetException(String call, String detail) {
-        super(call, -25, detail);
+        super(call, UcxStatus.CONNECTION_RESET.code(), detail);
     }
 }

@@ -16,6 +16,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.ucx4j.internal.Extensions;
+import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.Libc;
 import org.ucx4j.internal.Structs;
 import org.ucx4j.internal.Ucp;
@@ -164,7 +165,7 @@ public final class UcxContext implements AutoCloseable {
      */
     public String describe() {
         MemorySegment h = handle();
-        return Libc.capture(file -> invoke(() -> { Ucp.context_print_info.invokeExact(h, file); }));
+        return Libc.capture(file -> NativeCalls.invoke(() -> { Ucp.context_print_info.invokeExact(h, file); }));
     }
 
     /**
@@ -175,7 +176,7 @@ public final class UcxContext implements AutoCloseable {
      */
     public String describeConfig() {
         ensureOpen();
-        return Libc.capture(file -> invoke(
+        return Libc.capture(file -> NativeCalls.invoke(
                 () -> { Ucp.config_print.invokeExact(ucpConfig, file, MemorySegment.NULL, CONFIG_PRINT_CONFIG); }));
     }
 
@@ -249,8 +250,8 @@ public final class UcxContext implements AutoCloseable {
             }
         }
         failure = closeRegions(failure);
-        invoke(() -> { Ucp.cleanup.invokeExact(handle); });
-        invoke(() -> { Ucp.config_release.invokeExact(ucpConfig); });
+        NativeCalls.invoke(() -> { Ucp.cleanup.invokeExact(handle); });
+        NativeCalls.invoke(() -> { Ucp.config_release.invokeExact(ucpConfig); });
         if (failure != null) {
             throw failure;
         }
@@ -345,19 +346,7 @@ public final class UcxContext implements AutoCloseable {
         return "UcxContext[" + name + ", features=" + features + (closed.get() ? ", closed" : "") + "]";
     }
 
-    interface NativeCall {
-        void run() throws Throwable;
-    }
 
-    static void invoke(NativeCall call) {
-        try {
-            call.run();
-        } catch (RuntimeException | Error e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
 
     static void check(int status, String call, String detail) {
         if (status != 0) {
@@ -476,20 +465,20 @@ public final class UcxContext implements AutoCloseable {
             options.putAll(effective);
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment out = arena.allocate(ADDRESS);
-                int status = callInt(() -> (byte) Ucp.config_read.invokeExact(MemorySegment.NULL, MemorySegment.NULL, out));
+                int status = NativeCalls.callInt(() -> (byte) Ucp.config_read.invokeExact(MemorySegment.NULL, MemorySegment.NULL, out));
                 check(status, "ucp_config_read", null);
                 MemorySegment config = out.get(ADDRESS, 0);
                 try {
                     for (Map.Entry<String, String> e : options.entrySet()) {
                         MemorySegment k = arena.allocateFrom(e.getKey());
                         MemorySegment v = arena.allocateFrom(e.getValue());
-                        int s = callInt(() -> (byte) Ucp.config_modify.invokeExact(config, k, v));
+                        int s = NativeCalls.callInt(() -> (byte) Ucp.config_modify.invokeExact(config, k, v));
                         check(s, "ucp_config_modify", "UCX option UCX_" + e.getKey() + "='" + e.getValue() + "'");
                     }
                     for (Map.Entry<String, String> e : defaults.entrySet()) {
                         MemorySegment k = arena.allocateFrom(e.getKey());
                         MemorySegment v = arena.allocateFrom(e.getValue());
-                        if (callInt(() -> (byte) Ucp.config_modify.invokeExact(config, k, v)) == 0) {
+                        if (NativeCalls.callInt(() -> (byte) Ucp.config_modify.invokeExact(config, k, v)) == 0) {
                             options.put(e.getKey(), e.getValue()); // an option older UCX lacks is skipped
                         }
                     }
@@ -502,11 +491,11 @@ public final class UcxContext implements AutoCloseable {
                             PARAM_FIELD_FEATURES | PARAM_FIELD_NAME);
                     params.set(JAVA_LONG, Structs.offset(Structs.UCP_PARAMS, "features"), features);
                     params.set(ADDRESS, Structs.offset(Structs.UCP_PARAMS, "name"), arena.allocateFrom(name));
-                    int s = callInt(() -> (byte) Ucp.init_version.invokeExact(API_MAJOR, API_MINOR, params, config, out));
+                    int s = NativeCalls.callInt(() -> (byte) Ucp.init_version.invokeExact(API_MAJOR, API_MINOR, params, config, out));
                     check(s, "ucp_init", "features " + this.features + ", options " + options);
                     return new UcxContext(out.get(ADDRESS, 0), config, this);
                 } catch (RuntimeException | Error e) {
-                    invoke(() -> { Ucp.config_release.invokeExact(config); });
+                    NativeCalls.invoke(() -> { Ucp.config_release.invokeExact(config); });
                     throw e;
                 }
             }
@@ -536,17 +525,5 @@ public final class UcxContext implements AutoCloseable {
         return out;
     }
 
-    interface IntCall {
-        int run() throws Throwable;
-    }
 
-    static int callInt(IntCall call) {
-        try {
-            return call.run();
-        } catch (RuntimeException | Error e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
 }

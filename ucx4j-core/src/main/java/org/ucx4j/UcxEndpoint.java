@@ -12,6 +12,7 @@ import java.util.Objects;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.Ucp;
 import org.ucx4j.internal.Upcalls;
 
@@ -75,7 +76,7 @@ public final class UcxEndpoint implements AutoCloseable {
      */
     public UcxFuture<Void> tagSendAsync(MemorySegment buffer, long tag) {
         UcxFuture<Void> f = new UcxFuture<>();
-        Operation op = new Operation(rt, Operation.SEND, "ucp_tag_send_nbx", this, buffer.byteSize(), f);
+        Operation op = new Operation(rt, OperationKind.TAG_SEND, this, buffer.byteSize(), f);
         ensureOpen();
         MemorySegment src = Buffers.forSend(op, buffer);
         long len = buffer.byteSize();
@@ -119,7 +120,7 @@ public final class UcxEndpoint implements AutoCloseable {
     public UcxFuture<Void> tagSendAsync(java.util.List<MemorySegment> segments, long tag) {
         UcxFuture<Void> f = new UcxFuture<>();
         ensureOpen();
-        Operation op = new Operation(rt, Operation.SEND, "ucp_tag_send_nbx (iov)", this, Iov.total(segments), f);
+        Operation op = new Operation(rt, OperationKind.TAG_SEND_IOV, this, Iov.total(segments), f);
         MemorySegment list = Iov.forSend(op, segments);
         long count = segments.size();
         rt.startOp(op, true, Upcalls.SEND, 0, 0, p -> (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, list, count, tag, p));
@@ -200,7 +201,7 @@ public final class UcxEndpoint implements AutoCloseable {
             f.complete(null);
             return f;
         }
-        Operation op = new Operation(rt, Operation.SEND, "ucp_stream_send_nbx", this, buffer.byteSize(), f);
+        Operation op = new Operation(rt, OperationKind.STREAM_SEND, this, buffer.byteSize(), f);
         ensureOpen();
         MemorySegment src = Buffers.forSend(op, buffer);
         long len = buffer.byteSize();
@@ -236,7 +237,7 @@ public final class UcxEndpoint implements AutoCloseable {
             f.complete(0L);
             return f;
         }
-        Operation op = new Operation(rt, Operation.STREAM_RECV, "ucp_stream_recv_nbx", this, buffer.byteSize(), f);
+        Operation op = new Operation(rt, OperationKind.STREAM_RECV, this, buffer.byteSize(), f);
         ensureOpen();
         MemorySegment dst = Buffers.forReceive(op, buffer);
         long len = buffer.byteSize();
@@ -379,7 +380,7 @@ public final class UcxEndpoint implements AutoCloseable {
         ensureOpen();
         UcxFuture<Void> f = new UcxFuture<>();
         long bodyLength = parts != null ? Iov.total(parts) : Objects.requireNonNull(body, "body").byteSize();
-        Operation op = new Operation(rt, Operation.SEND, "ucp_am_send_nbx", this, bodyLength, f);
+        Operation op = new Operation(rt, OperationKind.AM_SEND, this, bodyLength, f);
         MemorySegment src;
         long count;
         MemorySegment hdr = MemorySegment.NULL;
@@ -444,7 +445,7 @@ public final class UcxEndpoint implements AutoCloseable {
     public UcxFuture<Void> flushAsync() {
         ensureOpen();
         UcxFuture<Void> f = new UcxFuture<>();
-        Operation op = new Operation(rt, Operation.SEND, "ucp_ep_flush_nbx", this, 0, f);
+        Operation op = new Operation(rt, OperationKind.ENDPOINT_FLUSH, this, 0, f);
         rt.submit(op, () -> startFlush(op));
         return f;
     }
@@ -508,7 +509,7 @@ public final class UcxEndpoint implements AutoCloseable {
         UcxCanceledException closed = new UcxCanceledException("endpoint close", "endpoint to " + describePeer() + " closed");
         failSimpleWaiters(closed);
         for (Operation op : operations()) {
-            if (mode == CloseMode.FORCE || op.kind != Operation.SEND) {
+            if (mode == CloseMode.FORCE || op.kind.awaitsPeer) {
                 rt.abort(op, closed);
             }
         }
@@ -516,7 +517,7 @@ public final class UcxEndpoint implements AutoCloseable {
         // UCX's close completes 'released'; the bookkeeping runs first, then 'f', so whoever waits on
         // the close sees the endpoint already gone from the worker.
         UcxFuture<Void> released = new UcxFuture<>();
-        Operation op = new Operation(rt, Operation.SEND, "ucp_ep_close_nbx", null, 0, released);
+        Operation op = new Operation(rt, OperationKind.ENDPOINT_CLOSE, null, 0, released);
         MemorySegment p = rt.param(op, Upcalls.SEND, WorkerRuntime.OP_ATTR_FIELD_FLAGS,
                 mode == CloseMode.FORCE ? CLOSE_FLAG_FORCE : 0);
         MemorySegment r;
@@ -528,7 +529,7 @@ public final class UcxEndpoint implements AutoCloseable {
         }
         WorkerRuntime.Timer guard = rt.schedule(rt.worker.options().closeTimeout().toNanos(), () -> {
             if (!f.isDone()) {
-                f.completeExceptionally(new UcxTimeoutException("ucp_ep_close_nbx", WorkerRuntime.UCS_ERR_TIMED_OUT,
+                f.completeExceptionally(new UcxTimeoutException("ucp_ep_close_nbx", UcxStatus.TIMED_OUT.code(),
                         "endpoint to " + describePeer() + " did not close within " + rt.worker.options().closeTimeout()));
             }
         });
@@ -751,8 +752,8 @@ public final class UcxEndpoint implements AutoCloseable {
             MemorySegment buffer = a.allocate(packed.length + RKEY_UNPACK_SLACK, 8);
             MemorySegment.copy(packed, 0, buffer, ValueLayout.JAVA_BYTE, 0, packed.length);
             MemorySegment out = a.allocate(ValueLayout.ADDRESS);
-            int status = UcxContext.callInt(() -> (byte) Ucp.ep_rkey_unpack.invokeExact(handle, buffer, out));
-            if (status != WorkerRuntime.UCS_OK) {
+            int status = NativeCalls.callInt(() -> (byte) Ucp.ep_rkey_unpack.invokeExact(handle, buffer, out));
+            if (status != UcxStatus.OK.code()) {
                 throw UcxException.of("ucp_ep_rkey_unpack", status, "a " + packed.length + "-byte packed key for a "
                         + parsed.length() + "-byte region, endpoint to " + describePeer()
                         + " (corrupted, or packed by a process this endpoint does not lead to)");
@@ -833,8 +834,8 @@ public final class UcxEndpoint implements AutoCloseable {
             f.complete(null);
             return f;
         }
-        String call = put ? "ucp_put_nbx" : "ucp_get_nbx";
-        Operation op = new Operation(rt, Operation.SEND, call, this, len, f);
+        OperationKind kind = put ? OperationKind.PUT : OperationKind.GET;
+        Operation op = new Operation(rt, kind, this, len, f);
         MemorySegment buffer = put ? Buffers.forSend(op, local) : Buffers.forReceive(op, local);
         long remote = key.address(remoteOffset);
         rt.submit(op, () -> {

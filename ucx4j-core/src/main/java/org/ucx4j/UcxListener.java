@@ -10,6 +10,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.Sockaddrs;
 import org.ucx4j.internal.Structs;
 import org.ucx4j.internal.Ucp;
@@ -85,7 +86,7 @@ public final class UcxListener implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment attr = arena.allocate(Structs.UCP_CONN_REQUEST_ATTR);
             attr.set(JAVA_LONG, 0, CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR);
-            int status = UcxContext.callInt(() -> (byte) Ucp.conn_request_query.invokeExact(connRequest, attr));
+            int status = NativeCalls.callInt(() -> (byte) Ucp.conn_request_query.invokeExact(connRequest, attr));
             if (status == 0) {
                 client = Sockaddrs.read(attr.asSlice(Structs.offset(Structs.UCP_CONN_REQUEST_ATTR, "client_address")));
             }
@@ -118,7 +119,7 @@ public final class UcxListener implements AutoCloseable {
     }
 
     void reject(MemorySegment connRequest) {
-        int status = UcxContext.callInt(() -> (byte) Ucp.listener_reject.invokeExact(handle, connRequest));
+        int status = NativeCalls.callInt(() -> (byte) Ucp.listener_reject.invokeExact(handle, connRequest));
         if (status != 0) {
             LOG.warn("ucp_listener_reject failed with status {}", status);
         }
@@ -136,7 +137,7 @@ public final class UcxListener implements AutoCloseable {
     /** Lock held. */
     void destroy() {
         closed.set(true);
-        UcxContext.invoke(() -> { Ucp.listener_destroy.invokeExact(handle); });
+        NativeCalls.invoke(() -> { Ucp.listener_destroy.invokeExact(handle); });
     }
 
     @Override

@@ -26,6 +26,6 @@ public class UcxTimeoutException extends UcxException {
      * @param detail what was being done, or null
      */
     public UcxTimeoutException(String call, String detail) {
-        super(call, -20, detail);
+        super(call, UcxStatus.TIMED_OUT.code(), detail);
     }
 }

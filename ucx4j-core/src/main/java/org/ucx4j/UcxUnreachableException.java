@@ -26,6 +26,6 @@ public class UcxUnreachableException extends UcxException {
      * @param detail what was being done, or null
      */
     public UcxUnreachableException(String call, String detail) {
-        super(call, -6, detail);
+        super(call, UcxStatus.UNREACHABLE.code(), detail);
     }
 }

@@ -21,6 +21,8 @@ import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.ucx4j.internal.IdTable;
+import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.Libc;
 import org.ucx4j.internal.Sockaddrs;
 import org.ucx4j.internal.Structs;
@@ -63,8 +65,8 @@ public final class UcxWorker implements AutoCloseable {
     private final WorkerOptions options;
     private final String name;
     private final WorkerRuntime rt;
-    private final Slots<UcxEndpoint> endpoints = new Slots<>();
-    private final Slots<UcxListener> listeners = new Slots<>();
+    private final IdTable<UcxEndpoint> endpoints = new IdTable<>(8);
+    private final IdTable<UcxListener> listeners = new IdTable<>(8);
     private final AtomicInteger state = new AtomicInteger(); // 0 open, 1 closing, 2 closed
     private final ActiveMessages activeMessages;
     private final long maxAmHeader;
@@ -95,7 +97,7 @@ public final class UcxWorker implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment attr = arena.allocate(Structs.UCP_WORKER_ATTR);
             attr.set(JAVA_LONG, 0, WORKER_ATTR_FIELD_MAX_AM_HEADER);
-            int status = UcxContext.callInt(() -> (byte) Ucp.worker_query.invokeExact(rt.handle, attr));
+            int status = NativeCalls.callInt(() -> (byte) Ucp.worker_query.invokeExact(rt.handle, attr));
             return status == 0 ? attr.get(JAVA_LONG, Structs.offset(Structs.UCP_WORKER_ATTR, "max_am_header")) : 0;
         }
     }
@@ -285,7 +287,7 @@ public final class UcxWorker implements AutoCloseable {
         Objects.requireNonNull(address, "address");
         ensureOpen();
         if (address.isUnresolved()) {
-            throw new UcxUnreachableException("connect", -6, "cannot resolve host '" + address.getHostString() + "'");
+            throw new UcxUnreachableException("connect", UcxStatus.UNREACHABLE.code(), "cannot resolve host '" + address.getHostString() + "'");
         }
         String target = address.getAddress().getHostAddress() + ":" + address.getPort();
         return connect(target, address, errorHandler, (params, arena) -> {
@@ -346,14 +348,14 @@ public final class UcxWorker implements AutoCloseable {
                 return;
             }
             UcxFuture<Void> flushed = new UcxFuture<>();
-            Operation flush = new Operation(rt, Operation.SEND, "connect", ep, 0, flushed);
+            Operation flush = new Operation(rt, OperationKind.CONNECT, ep, 0, flushed);
             ep.startFlush(flush);
             long timeoutNanos = options.connectTimeout().toNanos();
             boolean[] failing = new boolean[1]; // lock holder only: one failure path per connect
             WorkerRuntime.Timer timer = flushed.isDone() ? null : rt.schedule(timeoutNanos, () -> {
                 if (!result.isDone() && !failing[0]) {
                     failing[0] = true;
-                    failConnect(ep, result, new UcxTimeoutException("connect", WorkerRuntime.UCS_ERR_TIMED_OUT,
+                    failConnect(ep, result, new UcxTimeoutException("connect", UcxStatus.TIMED_OUT.code(),
                             "no connection to " + target + " within " + options.connectTimeout().toMillis() + " ms"));
                 }
             });
@@ -365,7 +367,7 @@ public final class UcxWorker implements AutoCloseable {
                     result.complete(ep);
                 } else if (!result.isDone() && !failing[0]) {
                     failing[0] = true;
-                    int raw = e instanceof UcxException ue ? ue.rawStatus() : -6;
+                    int raw = e instanceof UcxException ue ? ue.rawStatus() : UcxStatus.UNREACHABLE.code();
                     failConnect(ep, result, new UcxUnreachableException("connect", raw,
                             "cannot connect to " + target + ": " + e.getMessage()));
                 }
@@ -392,7 +394,7 @@ public final class UcxWorker implements AutoCloseable {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment attr = arena.allocate(Structs.UCP_WORKER_ATTR);
                 attr.set(JAVA_LONG, 0, WORKER_ATTR_FIELD_ADDRESS);
-                int status = UcxContext.callInt(() -> (byte) Ucp.worker_query.invokeExact(rt.handle, attr));
+                int status = NativeCalls.callInt(() -> (byte) Ucp.worker_query.invokeExact(rt.handle, attr));
                 if (status != 0) {
                     throw UcxException.of("ucp_worker_query", status, "worker address of " + name);
                 }
@@ -402,7 +404,7 @@ public final class UcxWorker implements AutoCloseable {
                     return WorkerAddress.of(org.ucx4j.internal.NativeLinker.view(addr, len)
                             .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
                 } finally {
-                    UcxContext.invoke(() -> { Ucp.worker_release_address.invokeExact(rt.handle, addr); });
+                    NativeCalls.invoke(() -> { Ucp.worker_release_address.invokeExact(rt.handle, addr); });
                 }
             }
         });
@@ -449,10 +451,10 @@ public final class UcxWorker implements AutoCloseable {
             params.set(ADDRESS, Structs.offset(Structs.UCP_LISTENER_PARAMS, "conn_handler.arg"),
                     Upcalls.userData(rt.id, slot));
             MemorySegment out = arena.allocate(ADDRESS);
-            int status = UcxContext.callInt(() -> (byte) Ucp.listener_create.invokeExact(rt.handle, params, out));
+            int status = NativeCalls.callInt(() -> (byte) Ucp.listener_create.invokeExact(rt.handle, params, out));
             String where = bind.getAddress().getHostAddress() + ":" + bind.getPort();
             if (status != 0) {
-                String detail = status == WorkerRuntime.UCS_ERR_BUSY
+                String detail = status == UcxStatus.BUSY.code()
                         ? "cannot listen on " + where + ": address already in use"
                         : "cannot listen on " + where;
                 throw UcxException.of("ucp_listener_create", status, detail);
@@ -461,7 +463,7 @@ public final class UcxWorker implements AutoCloseable {
             MemorySegment attr = arena.allocate(Structs.UCP_LISTENER_ATTR);
             attr.set(JAVA_LONG, 0, LISTENER_ATTR_FIELD_SOCKADDR);
             InetSocketAddress bound = bind;
-            status = UcxContext.callInt(() -> (byte) Ucp.listener_query.invokeExact(handle, attr));
+            status = NativeCalls.callInt(() -> (byte) Ucp.listener_query.invokeExact(handle, attr));
             if (status == 0) {
                 bound = Sockaddrs.read(attr.asSlice(Structs.offset(Structs.UCP_LISTENER_ATTR, "sockaddr")));
             }
@@ -501,7 +503,7 @@ public final class UcxWorker implements AutoCloseable {
             params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.cb"), Upcalls.EP_ERROR);
             params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.arg"), Upcalls.userData(rt.id, slot));
             MemorySegment out = arena.allocate(ADDRESS);
-            int status = UcxContext.callInt(() -> (byte) Ucp.ep_create.invokeExact(rt.handle, params, out));
+            int status = NativeCalls.callInt(() -> (byte) Ucp.ep_create.invokeExact(rt.handle, params, out));
             if (status != 0) {
                 throw UcxException.of(call, status, peer == null ? null : "peer " + peer);
             }
@@ -582,7 +584,7 @@ public final class UcxWorker implements AutoCloseable {
 
     UcxFuture<TagInfo> tagRecv(UcxEndpoint ep, MemorySegment buffer, long tag, long mask) {
         UcxFuture<TagInfo> f = new UcxFuture<>();
-        Operation op = new Operation(rt, Operation.TAG_RECV, "ucp_tag_recv_nbx", ep, buffer.byteSize(), f);
+        Operation op = new Operation(rt, OperationKind.TAG_RECV, ep, buffer.byteSize(), f);
         MemorySegment dst = Buffers.forReceive(op, buffer);
         long len = buffer.byteSize();
         // UCX 1.13 leaves recv_info unset when a receive completes at once from the unexpected queue, so
@@ -608,7 +610,7 @@ public final class UcxWorker implements AutoCloseable {
 
     UcxFuture<TagInfo> tagRecvIov(UcxEndpoint ep, List<MemorySegment> segments, long tag, long mask) {
         UcxFuture<TagInfo> f = new UcxFuture<>();
-        Operation op = new Operation(rt, Operation.TAG_RECV, "ucp_tag_recv_nbx (iov)", ep, Iov.total(segments), f);
+        Operation op = new Operation(rt, OperationKind.TAG_RECV_IOV, ep, Iov.total(segments), f);
         MemorySegment list = Iov.forReceive(op, segments);
         long count = segments.size();
         rt.startOp(op, true, Upcalls.TAG_RECV, WorkerRuntime.OP_ATTR_FLAG_NO_IMM_CMPL, 0,
@@ -629,7 +631,7 @@ public final class UcxWorker implements AutoCloseable {
             try {
                 msg = (MemorySegment) Ucp.tag_probe_nb.invokeExact(rt.handle, tag, mask, 0, info);
             } catch (Throwable t) {
-                throw WorkerRuntime.rethrow(t);
+                throw NativeCalls.unchecked(t);
             }
             if (msg.address() == 0) {
                 return Optional.<TagInfo>empty();
@@ -648,7 +650,7 @@ public final class UcxWorker implements AutoCloseable {
     public UcxFuture<Void> flushAsync() {
         ensureOpen();
         UcxFuture<Void> f = new UcxFuture<>();
-        Operation op = new Operation(rt, Operation.SEND, "ucp_worker_flush_nbx", null, 0, f);
+        Operation op = new Operation(rt, OperationKind.WORKER_FLUSH, null, 0, f);
         rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (MemorySegment) Ucp.worker_flush_nbx.invokeExact(rt.handle, p));
         return f;
     }
@@ -672,7 +674,7 @@ public final class UcxWorker implements AutoCloseable {
      */
     public void fence() {
         ensureOpen();
-        int status = call("fence", () -> UcxContext.callInt(() -> (byte) Ucp.worker_fence.invokeExact(rt.handle)));
+        int status = call("fence", () -> NativeCalls.callInt(() -> (byte) Ucp.worker_fence.invokeExact(rt.handle)));
         UcxContext.check(status, "ucp_worker_fence", "worker " + name);
     }
 
@@ -686,7 +688,7 @@ public final class UcxWorker implements AutoCloseable {
     public String describe() {
         ensureOpen();
         return call("describe", () -> Libc.capture(file ->
-                UcxContext.invoke(() -> { Ucp.worker_print_info.invokeExact(rt.handle, file); })));
+                NativeCalls.invoke(() -> { Ucp.worker_print_info.invokeExact(rt.handle, file); })));
     }
 
     /**
@@ -781,7 +783,7 @@ public final class UcxWorker implements AutoCloseable {
                     }
                     UcxCanceledException closed = new UcxCanceledException("worker close", "worker " + name + " closed");
                     for (Operation op : rt.pending()) {
-                        if (op.kind != Operation.SEND) {
+                        if (op.kind.awaitsPeer) {
                             rt.abort(op, closed);
                         }
                     }

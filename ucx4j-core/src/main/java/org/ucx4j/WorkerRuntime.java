@@ -19,6 +19,8 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.ucx4j.internal.NativeCalls;
+import org.ucx4j.internal.IdTable;
 import org.ucx4j.internal.Libc;
 import org.ucx4j.internal.Extensions;
 import org.ucx4j.internal.Structs;
@@ -42,11 +44,6 @@ import org.ucx4j.internal.Upcalls;
 final class WorkerRuntime implements UpcallTarget {
     private static final Logger LOG = LoggerFactory.getLogger(WorkerRuntime.class);
 
-    static final int UCS_OK = 0;
-    static final int UCS_ERR_BUSY = -15;
-    static final int UCS_ERR_CANCELED = -16;
-    static final int UCS_ERR_TIMED_OUT = -20;
-    static final int UCS_ERR_MESSAGE_TRUNCATED = -9;
 
     // ucp_request_param_t fields and flags.
     static final int OP_ATTR_FIELD_CALLBACK = 1 << 1;
@@ -91,10 +88,7 @@ final class WorkerRuntime implements UpcallTarget {
     private volatile boolean armed;
     private volatile boolean running = true;
     private final Thread thread;
-    private Operation[] ops = new Operation[64];
-    private int[] freeIds = new int[64];
-    private int freeCount;
-    private int opCount;
+    private final IdTable<Operation> ops = new IdTable<>(64);
     private final PriorityQueue<Timer> timers = new PriorityQueue<>();
     /** Set while the worker is being destroyed: late callbacks must not free requests again. */
     private boolean destroying;
@@ -113,23 +107,20 @@ final class WorkerRuntime implements UpcallTarget {
         this.pointerOut = arena.allocate(ADDRESS);
         this.sockaddr = arena.allocate(Structs.SOCKADDR_STORAGE_SIZE, 8);
         this.pollfd = arena.allocate(8, 8);
-        for (int i = ops.length - 1; i >= 0; i--) {
-            freeIds[freeCount++] = i;
-        }
         MemorySegment params = arena.allocate(Structs.UCP_WORKER_PARAMS);
         // UCP_WORKER_PARAM_FIELD_THREAD_MODE: SERIALIZED, since whichever thread holds the lock calls UCX.
         params.set(JAVA_LONG, Structs.offset(Structs.UCP_WORKER_PARAMS, "field_mask"), 1L);
         params.set(JAVA_INT, Structs.offset(Structs.UCP_WORKER_PARAMS, "thread_mode"), 1);
-        int status = UcxContext.callInt(() -> (byte) Ucp.worker_create.invokeExact(contextHandle, params, pointerOut));
-        if (status != UCS_OK) {
+        int status = NativeCalls.callInt(() -> (byte) Ucp.worker_create.invokeExact(contextHandle, params, pointerOut));
+        if (status != UcxStatus.OK.code()) {
             arena.close();
             throw UcxException.of("ucp_worker_create", status, "worker '" + options.name() + "'");
         }
         this.handle = pointerOut.get(ADDRESS, 0);
         MemorySegment fdOut = arena.allocate(JAVA_INT);
-        status = UcxContext.callInt(() -> (byte) Ucp.worker_get_efd.invokeExact(handle, fdOut));
-        if (status != UCS_OK) {
-            UcxContext.invoke(() -> { Ucp.worker_destroy.invokeExact(handle); });
+        status = NativeCalls.callInt(() -> (byte) Ucp.worker_get_efd.invokeExact(handle, fdOut));
+        if (status != UcxStatus.OK.code()) {
+            NativeCalls.invoke(() -> { Ucp.worker_destroy.invokeExact(handle); });
             arena.close();
             throw UcxException.of("ucp_worker_get_efd", status, "the context needs Feature.WAKEUP");
         }
@@ -229,7 +220,7 @@ final class WorkerRuntime implements UpcallTarget {
                 failUnsubmitted(op, t);
                 return;
             }
-            boolean streamDoneNow = op.kind == Operation.STREAM_RECV && r.address() == 0;
+            boolean streamDoneNow = op.kind.lengthOnImmediateCompletion && r.address() == 0;
             started(op, r, streamDoneNow ? (Object) lengthOut.get(JAVA_LONG, 0) : null);
         });
     }
@@ -248,7 +239,7 @@ final class WorkerRuntime implements UpcallTarget {
     }
 
     void signal() {
-        UcxContext.callInt(() -> (byte) Ucp.worker_signal.invokeExact(handle));
+        NativeCalls.callInt(() -> (byte) Ucp.worker_signal.invokeExact(handle));
     }
 
     private int drainQueue() {
@@ -272,7 +263,7 @@ final class WorkerRuntime implements UpcallTarget {
         int n = drainQueue();
         n += runTimers();
         for (int i = 0; i < MAX_PROGRESS_PER_ROUND; i++) {
-            int c = UcxContext.callInt(() -> (int) Ucp.worker_progress.invokeExact(handle));
+            int c = NativeCalls.callInt(() -> (int) Ucp.worker_progress.invokeExact(handle));
             if (c == 0) {
                 break;
             }
@@ -341,7 +332,7 @@ final class WorkerRuntime implements UpcallTarget {
         if (round() > 0 || !queue.isEmpty()) {
             return false;
         }
-        return UcxContext.callInt(() -> (byte) Ucp.worker_arm.invokeExact(handle)) == UCS_OK;
+        return NativeCalls.callInt(() -> (byte) Ucp.worker_arm.invokeExact(handle)) == UcxStatus.OK.code();
     }
 
     /** Arms the worker and sleeps on its event fd; returns early when anything arrives or is submitted. */
@@ -404,9 +395,8 @@ final class WorkerRuntime implements UpcallTarget {
      * replies take longer than the configured spin (two JVMs on two cores: 80-100 usec round trips
      * against a 50 usec spin) otherwise never catches one and pays for two wake-ups on every message;
      * sparse traffic shrinks it back, so a worker that gets a message now and then spins no longer than
-     * configured, and an idle one not at all. 1 KiB ucx:// ping-pong, four alternating runs on this VM:
-     * 4,750-6,600 round trips/s adaptive, 4,200-5,280 with a fixed 500 usec spin, 2,900-3,970 with the
-     * fixed 50 usec one. Racy updates from several threads are harmless: it is a hint.
+     * configured, and an idle one not at all (measured against fixed spins in docs/BENCHMARKS.md, "After
+     * the adaptive spin"). Racy updates from several threads are harmless: it is a hint.
      */
     private volatile long spinBudget;
     private static final int MAX_SPIN_FACTOR = 16;
@@ -429,8 +419,8 @@ final class WorkerRuntime implements UpcallTarget {
      * One step of a bounded spin: {@code sched_yield}, not a busy pause. With as many spinning threads
      * as cores (two JVMs on two cores: each has a progress thread and a waiting thread that helps), the
      * thread a reply was for sat runnable behind a busy spinner for a scheduler slice; yielding lets it
-     * run. 1 KiB ping-pong on this VM: core tag mean 78-94 -> 35-41 usec, ucx:// 174-181 -> 98-124. A
-     * pause for the first 10 usec before yielding was tried: ucx:// means 144-191 against 119-141.
+     * run, which halved small-message latency; a busy pause before yielding was slower (docs/BENCHMARKS.md,
+     * "After the spins yield").
      */
     private static void spinPause() {
         Thread.yield();
@@ -512,9 +502,9 @@ final class WorkerRuntime implements UpcallTarget {
             long left = deadline - System.nanoTime();
             return f.get(Math.max(0, left), TimeUnit.NANOSECONDS);
         } catch (ExecutionException | CompletionException e) {
-            throw rethrow(e.getCause());
+            throw NativeCalls.unchecked(e.getCause());
         } catch (TimeoutException e) {
-            throw new UcxTimeoutException(what, UCS_ERR_TIMED_OUT,
+            throw new UcxTimeoutException(what, UcxStatus.TIMED_OUT.code(),
                     "no completion within " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -522,32 +512,13 @@ final class WorkerRuntime implements UpcallTarget {
         }
     }
 
-    static RuntimeException rethrow(Throwable cause) {
-        if (cause instanceof RuntimeException re) {
-            throw re;
-        }
-        if (cause instanceof Error e) {
-            throw e;
-        }
-        throw new UcxException("ucx4j", -3, String.valueOf(cause), cause);
-    }
 
     // ---------------------------------------------------------------- operations
 
     /** Registers an operation and returns its user-data word. Lock held. */
     MemorySegment register(Operation op) {
-        if (freeCount == 0) {
-            int old = ops.length;
-            ops = Arrays.copyOf(ops, old * 2);
-            freeIds = Arrays.copyOf(freeIds, old * 2);
-            for (int i = ops.length - 1; i >= old; i--) {
-                freeIds[freeCount++] = i;
-            }
-        }
-        int slot = freeIds[--freeCount];
-        ops[slot] = op;
+        int slot = ops.add(op);
         op.id = slot;
-        opCount++;
         if (op.endpoint != null) {
             op.endpoint.link(op);
         }
@@ -572,7 +543,7 @@ final class WorkerRuntime implements UpcallTarget {
     void started(Operation op, MemorySegment statusPtr, Object immediateValue) {
         long raw = statusPtr.address();
         if (raw == 0) {
-            finish(op, UCS_OK, immediateValue);
+            finish(op, UcxStatus.OK.code(), immediateValue);
         } else if (Long.compareUnsigned(raw, -100L) >= 0) {
             finish(op, (int) raw, null);
         } else {
@@ -623,7 +594,7 @@ final class WorkerRuntime implements UpcallTarget {
 
     private void cancelRequest(Operation op) {
         MemorySegment req = op.request;
-        UcxContext.invoke(() -> { Ucp.request_cancel.invokeExact(handle, req); });
+        NativeCalls.invoke(() -> { Ucp.request_cancel.invokeExact(handle, req); });
     }
 
     /** Completes an operation: bookkeeping first, then the future. Lock held. */
@@ -631,38 +602,36 @@ final class WorkerRuntime implements UpcallTarget {
         if (!op.request.equals(MemorySegment.NULL)) {
             MemorySegment req = op.request;
             op.request = MemorySegment.NULL;
-            UcxContext.invoke(() -> { Ucp.request_free.invokeExact(req); });
+            NativeCalls.invoke(() -> { Ucp.request_free.invokeExact(req); });
         }
         release(op);
-        if (status == UCS_OK && op.copyBackTo != null && op.staging != null && value instanceof TagInfo info) {
+        if (status == UcxStatus.OK.code() && op.copyBackTo != null && op.staging != null && value instanceof TagInfo info) {
             long n = Math.min(info.length(), op.copyBackTo.byteSize());
             MemorySegment.copy(op.staging, 0, op.copyBackTo, 0, n);
-        } else if (status == UCS_OK && op.copyBackTo != null && op.staging != null && value instanceof Long len) {
+        } else if (status == UcxStatus.OK.code() && op.copyBackTo != null && op.staging != null && value instanceof Long len) {
             MemorySegment.copy(op.staging, 0, op.copyBackTo, 0, Math.min(len, op.copyBackTo.byteSize()));
-        } else if (status == UCS_OK && op.copyBackTo != null && op.staging != null && "ucp_get_nbx".equals(op.call)) {
+        } else if (status == UcxStatus.OK.code() && op.copyBackTo != null && op.staging != null && op.kind == OperationKind.GET) {
             // RMA get into heap memory: UCX filled the whole staging buffer.
             MemorySegment.copy(op.staging, 0, op.copyBackTo, 0, op.copyBackTo.byteSize());
         }
         freeStaging(op);
-        if (status == UCS_OK) {
+        if (status == UcxStatus.OK.code()) {
             op.future.complete(value);
         } else if (op.overrideFailure != null) {
             op.future.completeExceptionally(op.overrideFailure);
-        } else if (status == UCS_ERR_MESSAGE_TRUNCATED) {
-            op.future.completeExceptionally(new UcxException(op.call, status,
+        } else if (status == UcxStatus.MESSAGE_TRUNCATED.code()) {
+            op.future.completeExceptionally(new UcxException(op.kind.call, status,
                     "the incoming message is larger than the " + op.length + "-byte receive buffer"));
-        } else if (status == UCS_ERR_CANCELED && op.cancelRequested) {
-            op.future.completeExceptionally(new UcxCanceledException(op.call, status, "canceled by the caller"));
+        } else if (status == UcxStatus.CANCELED.code() && op.cancelRequested) {
+            op.future.completeExceptionally(new UcxCanceledException(op.kind.call, status, "canceled by the caller"));
         } else {
-            op.future.completeExceptionally(UcxException.of(op.call, status, op.describe()));
+            op.future.completeExceptionally(UcxException.of(op.kind.call, status, op.describe()));
         }
     }
 
     private void release(Operation op) {
-        if (op.id >= 0 && ops[op.id] == op) {
-            ops[op.id] = null;
-            freeIds[freeCount++] = op.id;
-            opCount--;
+        if (op.id >= 0) {
+            ops.remove(op.id, op);
         }
         if (op.endpoint != null) {
             op.endpoint.unlink(op);
@@ -687,23 +656,16 @@ final class WorkerRuntime implements UpcallTarget {
     }
 
     int pendingOperations() {
-        return opCount;
+        return ops.size();
     }
 
     /** Every in-flight operation, for close. Lock held. */
     List<Operation> pending() {
-        List<Operation> out = new ArrayList<>();
-        for (Operation op : ops) {
-            if (op != null) {
-                out.add(op);
-            }
-        }
-        return out;
+        return ops.all();
     }
 
     private Operation lookup(int opId) {
-        Operation[] table = ops;
-        Operation op = opId >= 0 && opId < table.length ? table[opId] : null;
+        Operation op = ops.get(opId);
         if (op == null && !destroying) {
             LOG.warn("UCX completion for unknown operation {} on worker {}", opId, id);
         }
@@ -721,7 +683,7 @@ final class WorkerRuntime implements UpcallTarget {
                 op.request = request;
                 finish(op, status, null);
             } else if (!destroying) {
-                UcxContext.invoke(() -> { Ucp.request_free.invokeExact(request); });
+                NativeCalls.invoke(() -> { Ucp.request_free.invokeExact(request); });
             }
         } finally {
             upcallDepth--;
@@ -735,9 +697,9 @@ final class WorkerRuntime implements UpcallTarget {
             Operation op = lookup(opId);
             if (op != null) {
                 op.request = request;
-                finish(op, status, status == UCS_OK ? new TagInfo(senderTag, length) : null);
+                finish(op, status, status == UcxStatus.OK.code() ? new TagInfo(senderTag, length) : null);
             } else if (!destroying) {
-                UcxContext.invoke(() -> { Ucp.request_free.invokeExact(request); });
+                NativeCalls.invoke(() -> { Ucp.request_free.invokeExact(request); });
             }
         } finally {
             upcallDepth--;
@@ -751,9 +713,9 @@ final class WorkerRuntime implements UpcallTarget {
             Operation op = lookup(opId);
             if (op != null) {
                 op.request = request;
-                finish(op, status, status == UCS_OK ? length : null);
+                finish(op, status, status == UcxStatus.OK.code() ? length : null);
             } else if (!destroying) {
-                UcxContext.invoke(() -> { Ucp.request_free.invokeExact(request); });
+                NativeCalls.invoke(() -> { Ucp.request_free.invokeExact(request); });
             }
         } finally {
             upcallDepth--;
@@ -908,14 +870,14 @@ final class WorkerRuntime implements UpcallTarget {
                 if (!op.request.equals(MemorySegment.NULL)) {
                     MemorySegment req = op.request;
                     op.request = MemorySegment.NULL;
-                    UcxContext.invoke(() -> { Ucp.request_free.invokeExact(req); });
+                    NativeCalls.invoke(() -> { Ucp.request_free.invokeExact(req); });
                 }
                 release(op);
                 freeStaging(op);
                 op.future.completeExceptionally(op.overrideFailure != null ? op.overrideFailure
-                        : new UcxCanceledException(op.call, UCS_ERR_CANCELED, "worker closed"));
+                        : new UcxCanceledException(op.kind.call, UcxStatus.CANCELED.code(), "worker closed"));
             }
-            UcxContext.invoke(() -> { Ucp.worker_destroy.invokeExact(handle); });
+            NativeCalls.invoke(() -> { Ucp.worker_destroy.invokeExact(handle); });
             Upcalls.unregister(id);
         } finally {
             lock.unlock();

@@ -9,8 +9,8 @@ import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
+import org.ucx4j.comm.internal.Failures;
 import org.ucx4j.comm.spi.Transport;
 
 /**
@@ -103,7 +103,7 @@ public final class Comms {
             Thread.currentThread().interrupt();
             throw new CommException("interrupted while connecting to " + address, e);
         } catch (ExecutionException e) {
-            throw rethrow(e.getCause());
+            throw Failures.unchecked(e.getCause());
         }
     }
 
@@ -170,18 +170,6 @@ public final class Comms {
         return t;
     }
 
-    private static RuntimeException rethrow(Throwable t) {
-        if (t instanceof CompletionException && t.getCause() != null) {
-            t = t.getCause();
-        }
-        if (t instanceof RuntimeException r) {
-            return r;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        return new CommException(String.valueOf(t.getMessage()), t);
-    }
 
     /** Transports by scheme, found once. */
     private static final class Registry {

@@ -39,7 +39,8 @@ public final class Libc {
         SymbolLookup libc = NativeLinker.libc();
         SETENV = NativeLinker.downcall(libc, "setenv", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
         GETENV = NativeLinker.downcall(libc, "getenv", FunctionDescriptor.of(ADDRESS, ADDRESS));
-        // poll blocks: it must not be critical, and errno is captured to tell EINTR apart.
+        // poll blocks: it must not be critical. errno is not captured: a poll interrupted by a signal
+        // (EINTR) returns -1, which reads as "not readable", and every caller polls again in a loop.
         POLL = NativeLinker.downcall(libc, "poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
         MALLOC = NativeLinker.downcall(libc, "malloc", FunctionDescriptor.of(ADDRESS, JAVA_LONG),
                 Linker.Option.critical(false));
@@ -59,7 +60,7 @@ public final class Libc {
                 throw new IllegalStateException("setenv(" + name + ") failed");
             }
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.unchecked(t);
         }
     }
 
@@ -69,7 +70,7 @@ public final class Libc {
             MemorySegment value = (MemorySegment) GETENV.invokeExact(arena.allocateFrom(name));
             return NativeLinker.cString(value);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.unchecked(t);
         }
     }
 
@@ -88,7 +89,7 @@ public final class Libc {
             int rc = (int) POLL.invokeExact(pollfd, 1L, timeoutMillis);
             return rc > 0;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.unchecked(t);
         }
     }
 
@@ -101,7 +102,7 @@ public final class Libc {
             }
             return NativeLinker.view(p, size);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.unchecked(t);
         }
     }
 
@@ -110,7 +111,7 @@ public final class Libc {
         try {
             FREE.invokeExact(p);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.unchecked(t);
         }
     }
 
@@ -142,17 +143,8 @@ public final class Libc {
                 free(buf);
             }
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.unchecked(t);
         }
     }
 
-    static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException re) {
-            throw re;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        throw new IllegalStateException(t);
-    }
 }

@@ -15,8 +15,8 @@ import java.lang.invoke.MethodHandle;
  * Downcall handles for the UCP and UCS functions, bound once from the loaded library. Static finals, so
  * the JIT treats each handle as a constant on the hot path.
  *
- * <p>Signatures follow {@code ucp/api/ucp.h} (UCX 1.13). {@code ucs_status_t} and C enums are
- * {@code int}; {@code size_t}, {@code ucp_tag_t} and {@code uint64_t} are {@code long}; handles are
+ * <p>Signatures follow {@code ucp/api/ucp.h} (UCX 1.13). {@code ucs_status_t} is one signed byte (see
+ * {@code status}); other C enums are {@code int}; {@code size_t}, {@code ucp_tag_t} and {@code uint64_t} are {@code long}; handles are
  * addresses. Loading this class fails (with the loader's explanation) when UCX is unavailable: callers go
  * through {@link UcxLibrary#require()} first.
  *
@@ -141,7 +141,7 @@ public final class Ucp {
         try {
             return NativeLinker.cString((MemorySegment) status_string.invokeExact((byte) status));
         } catch (Throwable t) {
-            throw Libc.rethrow(t);
+            throw NativeCalls.unchecked(t);
         }
     }
 }

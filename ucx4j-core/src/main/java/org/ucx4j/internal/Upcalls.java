@@ -1,5 +1,6 @@
 package org.ucx4j.internal;
 
+import org.ucx4j.UcxStatus;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -58,8 +59,6 @@ public final class Upcalls {
                     long.class, MemorySegment.class),
             FunctionDescriptor.of(JAVA_BYTE, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
 
-    /** {@code UCS_OK}: what an active-message upcall answers when it cannot do better. */
-    private static final byte UCS_OK = 0;
 
     private Upcalls() {}
 
@@ -188,13 +187,13 @@ public final class Upcalls {
         UpcallTarget t = target(word);
         if (t == null) {
             miss("active message", word);
-            return UCS_OK;
+            return (byte) UcxStatus.OK.code();
         }
         try {
             return t.onActiveMessage((int) word, header, headerLength, data, length, param);
         } catch (Throwable e) {
             report(t, "active message", e);
-            return UCS_OK;
+            return (byte) UcxStatus.OK.code();
         }
     }
 

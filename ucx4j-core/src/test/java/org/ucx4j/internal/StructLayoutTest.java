@@ -217,11 +217,6 @@ class StructLayoutTest {
         add(out, endpoint, "CLOSE_FLAG_FORCE", "UCP_EP_CLOSE_FLAG_FORCE");
 
         String runtime = "org.ucx4j.WorkerRuntime";
-        add(out, runtime, "UCS_OK", "UCS_OK");
-        add(out, runtime, "UCS_ERR_BUSY", "UCS_ERR_BUSY");
-        add(out, runtime, "UCS_ERR_CANCELED", "UCS_ERR_CANCELED");
-        add(out, runtime, "UCS_ERR_TIMED_OUT", "UCS_ERR_TIMED_OUT");
-        add(out, runtime, "UCS_ERR_MESSAGE_TRUNCATED", "UCS_ERR_MESSAGE_TRUNCATED");
         add(out, runtime, "OP_ATTR_FIELD_CALLBACK", "UCP_OP_ATTR_FIELD_CALLBACK");
         add(out, runtime, "OP_ATTR_FIELD_USER_DATA", "UCP_OP_ATTR_FIELD_USER_DATA");
         add(out, runtime, "OP_ATTR_FIELD_FLAGS", "UCP_OP_ATTR_FIELD_FLAGS");

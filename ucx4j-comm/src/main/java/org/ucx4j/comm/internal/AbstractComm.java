@@ -6,7 +6,6 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -83,7 +82,7 @@ abstract class AbstractComm implements Comm {
             Thread.currentThread().interrupt();
             throw new CommException("interrupted", e);
         } catch (ExecutionException e) {
-            throw unwrap(e.getCause());
+            throw Failures.unchecked(e.getCause());
         }
     }
 
@@ -160,7 +159,7 @@ abstract class AbstractComm implements Comm {
     /** The connection broke while sending: the comm is lost. */
     protected final void failed(Throwable cause) {
         CommClosedException e = cause instanceof CommClosedException c ? c
-                : new CommClosedException("comm " + local + " <-> " + peer + " lost: " + describe(cause), cause);
+                : new CommClosedException("comm " + local + " <-> " + peer + " lost: " + Failures.describe(cause), cause);
         ended(e, false);
     }
 
@@ -385,25 +384,5 @@ abstract class AbstractComm implements Comm {
     @Override
     public String toString() {
         return getClass().getSimpleName() + "[" + local + " <-> " + peer + (isClosed() ? ", closed" : "") + "]";
-    }
-
-    static RuntimeException unwrap(Throwable t) {
-        while ((t instanceof CompletionException || t instanceof ExecutionException) && t.getCause() != null) {
-            t = t.getCause();
-        }
-        if (t instanceof RuntimeException r) {
-            return r;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        return new CommException(describe(t), t);
-    }
-
-    static String describe(Throwable t) {
-        while ((t instanceof CompletionException || t instanceof ExecutionException) && t.getCause() != null) {
-            t = t.getCause();
-        }
-        return t.getMessage() != null ? t.getMessage() : t.toString();
     }
 }

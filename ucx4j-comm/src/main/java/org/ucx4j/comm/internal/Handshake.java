@@ -41,10 +41,27 @@ final class Handshake {
     static final int FLAG_AUTH = 1;
     static final int NONCE_BYTES = 32;
     static final int MAC_BYTES = 32;
-    static final int ACCEPTED = 0;
-    static final int REFUSED_VERSION = 1;
-    static final int REFUSED_AUTH = 2;
-    static final int REFUSED_OTHER = 3;
+
+    /** The listener's answer in a VERDICT record, with its wire code. */
+    enum Verdict {
+        ACCEPTED(0), REFUSED_VERSION(1), REFUSED_AUTH(2), REFUSED_OTHER(3);
+
+        final int code;
+
+        Verdict(int code) {
+            this.code = code;
+        }
+
+        /** The verdict of a wire code; codes this side does not know read as {@link #REFUSED_OTHER}. */
+        static Verdict of(int code) {
+            for (Verdict v : values()) {
+                if (v.code == code) {
+                    return v;
+                }
+            }
+            return REFUSED_OTHER;
+        }
+    }
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private Handshake() {}
@@ -90,17 +107,18 @@ final class Handshake {
     static Result listener(HandshakeChannel ch, CommOptions options, long myTag, String clientAddressSeen, byte[] firstHello)
             throws Exception {
         Optional<byte[]> secret = options.secret();
+        byte[] helloRecord = firstHello != null ? firstHello : ch.receive();
         Hello c;
         try {
-            c = parseHello(firstHello != null ? firstHello : ch.receive());
+            c = parseHello(helloRecord);
         } catch (CommProtocolException e) {
-            refuse(ch, e.getMessage().contains("version") ? REFUSED_VERSION : REFUSED_OTHER, e.getMessage());
+            refuse(ch, speaksOtherVersion(helloRecord) ? Verdict.REFUSED_VERSION : Verdict.REFUSED_OTHER, e.getMessage());
             throw e;
         }
         if (c.auth() != secret.isPresent()) {
             String why = secret.isPresent() ? "this listener requires a shared secret and the client has none"
                     : "the client has a shared secret but this listener has none";
-            refuse(ch, REFUSED_AUTH, why);
+            refuse(ch, Verdict.REFUSED_AUTH, why);
             throw new CommAuthenticationException(why + " (client " + c.identity() + ")");
         }
         byte[] nonceL = nonce();
@@ -110,17 +128,17 @@ final class Handshake {
         if (secret.isPresent()) {
             byte[] expected = mac(secret.get(), "ucx4j-comm/1 client", nonceL, c.nonce());
             if (!MessageDigest.isEqual(expected, proofC)) {
-                refuse(ch, REFUSED_AUTH, "wrong shared secret");
+                refuse(ch, Verdict.REFUSED_AUTH, "wrong shared secret");
                 throw new CommAuthenticationException("client " + c.identity() + " proved a wrong shared secret");
             }
         }
-        ch.send(verdict(ACCEPTED, ""));
+        ch.send(verdict(Verdict.ACCEPTED, ""));
         return new Result(c.identity(), c.tag(), c.address(), c.workerAddress());
     }
 
-    private static void refuse(HandshakeChannel ch, int code, String reason) {
+    private static void refuse(HandshakeChannel ch, Verdict verdict, String reason) {
         try {
-            ch.send(verdict(code, reason));
+            ch.send(verdict(verdict, reason));
         } catch (Exception ignored) {
             // The refusal is a courtesy; the connection is dropped either way.
         }
@@ -142,15 +160,24 @@ final class Handshake {
         return record(PROOF, 0, 1 + mac.length).put((byte) mac.length).put(mac).array();
     }
 
-    static byte[] verdict(int code, String reason) {
+    static byte[] verdict(Verdict verdict, String reason) {
         byte[] r = reason.getBytes(StandardCharsets.UTF_8);
         int len = Math.min(r.length, 1024);
-        return record(VERDICT, 0, 1 + 2 + len).put((byte) code).putShort((short) len).put(r, 0, len).array();
+        return record(VERDICT, 0, 1 + 2 + len).put((byte) verdict.code).putShort((short) len).put(r, 0, len).array();
     }
 
     private static ByteBuffer record(int type, int flags, int bodyBytes) {
         ByteBuffer b = ByteBuffer.allocate(8 + bodyBytes).order(ByteOrder.LITTLE_ENDIAN);
         return b.putInt(MAGIC).putShort((short) VERSION).put((byte) type).put((byte) flags);
+    }
+
+    /** Whether a record is a ucx4j-comm handshake record of another protocol version than ours. */
+    private static boolean speaksOtherVersion(byte[] rec) {
+        if (rec.length < 8) {
+            return false;
+        }
+        ByteBuffer b = ByteBuffer.wrap(rec).order(ByteOrder.LITTLE_ENDIAN);
+        return b.getInt() == MAGIC && (b.getShort() & 0xffff) != VERSION;
     }
 
     /** Checks magic and version and returns the body positioned after the 8-byte record header. */
@@ -224,13 +251,13 @@ final class Handshake {
         ByteBuffer b = open(rec, VERDICT);
         b.get();
         try {
-            int code = b.get() & 0xff;
+            Verdict verdict = Verdict.of(b.get() & 0xff);
             String reason = string(b, b.getShort() & 0xffff, 1024, "reason");
-            switch (code) {
+            switch (verdict) {
                 case ACCEPTED -> { }
                 case REFUSED_AUTH -> throw new CommAuthenticationException("the " + peer + " refused: " + reason);
                 case REFUSED_VERSION -> throw new CommProtocolException("the " + peer + " refused the protocol version: " + reason);
-                default -> throw new CommException("the " + peer + " refused the connection: " + reason);
+                case REFUSED_OTHER -> throw new CommException("the " + peer + " refused the connection: " + reason);
             }
         } catch (BufferUnderflowException e) {
             throw new CommProtocolException("truncated VERDICT");

@@ -5,8 +5,8 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * The arena a received message's frames live in. Closing a shared arena synchronises with every JVM
- * thread (25 usec with one other thread running, 60-80 usec in a comm's JVM), far more than
- * receiving a small message costs, so:
+ * thread (a handshake with each, tens of microseconds in a comm's JVM: docs/BENCHMARKS.md), far more
+ * than receiving a small message costs, so:
  * <ul>
  *   <li>messages of at most {@value #SMALL} bytes share 1 MiB slabs: each message's scope
  *       bump-allocates from the current slab and holds a reference to it; a slab's arena closes once
@@ -68,8 +68,8 @@ final class MessageScopes {
          * What its messages announced. A frame need not come out of the slab (the host allocator takes
          * frames of 64 KiB and more from HostBufferPool, tied to this arena): counting only what was
          * carved out, a slab of 64 KiB messages never filled, never closed, and kept every pooled
-         * buffer out of its pool for good (a fresh buffer per message: 64 KiB ping-pong ran at 1,070
-         * round trips/s against 12,583 at 4 KiB).
+         * buffer out of its pool for good: a fresh buffer per message, which made 64 KiB ping-pong
+         * ten times slower than 4 KiB (docs/BENCHMARKS.md, "ucx4j demo after these changes").
          */
         private long claimed;
         private int users;

@@ -84,7 +84,7 @@ final class TcpComm extends AbstractComm {
         } catch (InterruptedException | IOException e) {
             if (!released) {
                 ended(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " lost: "
-                        + describe(e), e), false);
+                        + Failures.describe(e), e), false);
             }
         } catch (RuntimeException | Error e) {
             ended(new CommException("comm " + localAddress() + " <-> " + peerAddress() + " failed reading: " + e, e), false);
@@ -280,7 +280,7 @@ final class TcpComm extends AbstractComm {
                 w.done.complete(null);
             } catch (IOException | RuntimeException e) {
                 CommClosedException lost = new CommClosedException("comm " + localAddress() + " <-> " + peerAddress()
-                        + " lost while writing: " + describe(e), e);
+                        + " lost while writing: " + Failures.describe(e), e);
                 w.done.completeExceptionally(lost);
                 List<PendingWrite> rest;
                 synchronized (writeLock) {

@@ -204,7 +204,7 @@ final class UcxComm extends AbstractComm {
     }
 
     private CommClosedException lostError(Throwable err) {
-        return new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " lost: " + describe(err), err);
+        return new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " lost: " + Failures.describe(err), err);
     }
 
     private void lost(Throwable err) {
@@ -322,7 +322,7 @@ final class UcxComm extends AbstractComm {
         all.whenComplete((v, err) -> {
             if (err != null) {
                 scope.close();
-                Throwable cause = unwrap(err);
+                Throwable cause = Failures.unchecked(err);
                 stop(in, cause instanceof CommProtocolException p ? p : lostError(cause), false);
             } else {
                 in.done.complete(Message.received(frames, scope));
@@ -404,7 +404,7 @@ final class UcxComm extends AbstractComm {
             sent();
             if (err != null) {
                 CommClosedException e = new CommClosedException("comm " + localAddress() + " <-> " + peerAddress()
-                        + " lost while writing: " + describe(err), unwrap(err));
+                        + " lost while writing: " + Failures.describe(err), Failures.unchecked(err));
                 failed(e);
                 throw e;
             }

@@ -44,7 +44,7 @@ final class Watchdog {
             if (e instanceof CommException c) {
                 throw c;
             }
-            throw new CommException(what + " failed: " + AbstractComm.describe(e), e);
+            throw new CommException(what + " failed: " + Failures.describe(e), e);
         }
     }
 

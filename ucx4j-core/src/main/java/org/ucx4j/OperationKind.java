@@ -1,0 +1,44 @@
+package org.ucx4j;
+
+/**
+ * What an {@link Operation} is: the UCX call it names in errors, and the few facts about it the
+ * bookkeeping branches on.
+ */
+enum OperationKind {
+    TAG_SEND("ucp_tag_send_nbx"),
+    TAG_SEND_IOV("ucp_tag_send_nbx (iov)"),
+    STREAM_SEND("ucp_stream_send_nbx"),
+    AM_SEND("ucp_am_send_nbx"),
+    PUT("ucp_put_nbx"),
+    /** UCX fills the whole local buffer: heap memory gets all of its staging copied back. */
+    GET("ucp_get_nbx"),
+    ENDPOINT_FLUSH("ucp_ep_flush_nbx"),
+    /** The flush that completes a connection: its errors name {@code connect}. */
+    CONNECT("connect"),
+    ENDPOINT_CLOSE("ucp_ep_close_nbx"),
+    WORKER_FLUSH("ucp_worker_flush_nbx"),
+    TAG_RECV("ucp_tag_recv_nbx", true, false),
+    TAG_RECV_IOV("ucp_tag_recv_nbx (iov)", true, false),
+    STREAM_RECV("ucp_stream_recv_nbx", true, true),
+    AM_RECV_DATA("ucp_am_recv_data_nbx", true, true);
+
+    /** The UCX call, as errors name it. */
+    final String call;
+    /**
+     * Completes only when the peer sends something: a graceful close cancels it, since no flush will
+     * ever complete it.
+     */
+    final boolean awaitsPeer;
+    /** When UCX completes it at once, the received length is in the call's length out-parameter. */
+    final boolean lengthOnImmediateCompletion;
+
+    OperationKind(String call) {
+        this(call, false, false);
+    }
+
+    OperationKind(String call, boolean awaitsPeer, boolean lengthOnImmediateCompletion) {
+        this.call = call;
+        this.awaitsPeer = awaitsPeer;
+        this.lengthOnImmediateCompletion = lengthOnImmediateCompletion;
+    }
+}
