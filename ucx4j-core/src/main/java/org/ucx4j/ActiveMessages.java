@@ -17,6 +17,9 @@ import org.ucx4j.internal.NativeLinker;
 import org.ucx4j.internal.Structs;
 import org.ucx4j.internal.Ucp;
 import org.ucx4j.internal.Upcalls;
+import org.ucx4j.internal.worker.NativeWorker;
+import org.ucx4j.internal.worker.Operation;
+import org.ucx4j.internal.worker.OperationKind;
 
 /**
  * A worker's active-message receive side: handlers by id, the allocator, and the routing of the simple
@@ -44,14 +47,14 @@ final class ActiveMessages {
     static final long RECV_ATTR_FLAG_RNDV = 1L << 17;
     static final int SEND_FLAG_REPLY = 1;
 
-    private final WorkerRuntime rt;
+    private final NativeWorker rt;
     private final Map<Integer, AmHandler> handlers = new HashMap<>();
     private final Map<Long, UcxEndpoint> endpointsByHandle = new HashMap<>();
     private volatile AmAllocator allocator = AmAllocator.host();
     private final java.util.Map<MemoryKind, AmAllocator> kindAllocators =
             new java.util.concurrent.ConcurrentHashMap<>(java.util.Map.of(MemoryKind.HOST, AmAllocator.host()));
 
-    ActiveMessages(WorkerRuntime rt) {
+    ActiveMessages(NativeWorker rt) {
         this.rt = rt;
     }
 
@@ -168,14 +171,14 @@ final class ActiveMessages {
 
     private void fetch(MemorySegment desc, MemorySegment dst, long length, UcxEndpoint sender, UcxFuture<MemorySegment> body) {
         UcxFuture<Long> received = new UcxFuture<>();
-        Operation op = new Operation(rt, OperationKind.AM_RECV_DATA, sender, length, received);
-        MemorySegment p = rt.param(op, Upcalls.STREAM_RECV, 0, 0);
+        Operation op = received.track(rt, OperationKind.AM_RECV_DATA, UcxEndpoint.ownerOf(sender), length);
+        MemorySegment p = rt.operations.param(op, Upcalls.STREAM_RECV, 0, 0);
         MemorySegment target = MemorySegment.ofAddress(dst.address());
         MemorySegment r;
         try {
             r = (MemorySegment) Ucp.am_recv_data_nbx.invokeExact(rt.handle, desc, target, length, p);
         } catch (Throwable t) {
-            rt.failUnsubmitted(op, t);
+            rt.operations.failUnsubmitted(op, t);
             body.completeExceptionally(t);
             return;
         }
@@ -186,6 +189,6 @@ final class ActiveMessages {
                 body.complete(dst.asSlice(0, length));
             }
         });
-        rt.started(op, r, length);
+        rt.operations.started(op, r, length);
     }
 }

@@ -78,7 +78,7 @@ public final class ConnectionRequest {
         if (decided) {
             throw new IllegalStateException("connection request from " + clientAddress + " was already decided");
         }
-        if (!listener.worker().runtime().inCallbackContext()) {
+        if (!listener.worker().runtime().engine.inCallbackContext()) {
             throw new IllegalStateException("a connection request must be decided inside the ConnectionHandler");
         }
         decided = true;

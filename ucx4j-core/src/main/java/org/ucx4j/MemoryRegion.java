@@ -9,6 +9,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.ucx4j.internal.worker.Buffers;
 import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.NativeLinker;
 import org.ucx4j.internal.Structs;

@@ -6,6 +6,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.Ucp;
+import org.ucx4j.internal.worker.NativeWorker;
 
 /**
  * A peer's memory region as seen through one endpoint ({@code ucp_rkey_h} plus the region's base address
@@ -127,17 +128,17 @@ public final class RemoteKey implements AutoCloseable {
         if (!closeRequested || inFlight > 0 || destroyed) {
             return;
         }
-        WorkerRuntime rt = endpoint.rt;
+        NativeWorker rt = endpoint.runtime();
         if (rt.inUpcall()) {
             // Inside a completion callback UCX may still hold the request that used the key.
-            rt.later(this::destroyIfIdle);
+            rt.engine.later(this::destroyIfIdle);
             return;
         }
         destroyed = true;
         endpoint.remoteKeyDestroyed(this);
-        if (!rt.isRunning()) {
+        if (!rt.engine.isRunning()) {
             // The worker is being destroyed and takes its keys' memory with it.
-            LOG.debug("remote key not destroyed: worker {} is shutting down", rt.worker.name());
+            LOG.debug("remote key not destroyed: worker {} is shutting down", endpoint.worker().name());
             return;
         }
         NativeCalls.invoke(() -> { Ucp.rkey_destroy.invokeExact(handle); });
@@ -152,7 +153,7 @@ public final class RemoteKey implements AutoCloseable {
         if (!closeCalled.compareAndSet(false, true) || destroyed) {
             return;
         }
-        endpoint.rt.execute(this::requestClose);
+        endpoint.runtime().engine.execute(this::requestClose);
     }
 
     @Override

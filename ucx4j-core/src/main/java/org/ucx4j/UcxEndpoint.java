@@ -1,20 +1,22 @@
 package org.ucx4j;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.Ucp;
 import org.ucx4j.internal.Upcalls;
+import org.ucx4j.internal.worker.Buffers;
+import org.ucx4j.internal.worker.Iov;
+import org.ucx4j.internal.worker.NativeWorker;
+import org.ucx4j.internal.worker.Operation;
+import org.ucx4j.internal.worker.OperationKind;
+import org.ucx4j.internal.worker.OperationOwner;
+import org.ucx4j.internal.worker.OperationTable;
 
 /**
  * A connection to one peer ({@code ucp_ep_h}): tag and stream messages, flush, close.
@@ -40,29 +42,26 @@ import org.ucx4j.internal.Upcalls;
 public final class UcxEndpoint implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(UcxEndpoint.class);
     private static final int STREAM_RECV_FLAG_WAITALL = 1;
-    private static final int CLOSE_FLAG_FORCE = 1;
 
-    private enum State { OPEN, FAILED, CLOSING, CLOSED }
-
-    final WorkerRuntime rt;
+    private final UcxWorker worker;
+    private final NativeWorker rt;
     final MemorySegment handle;
     final int id;
     private final InetSocketAddress peer;
-    private final EndpointErrorHandler errorHandler;
-    private volatile State state = State.OPEN;
-    private volatile UcxException failure;
-    private UcxFuture<Void> closeFuture;
-    private Operation opsHead;
-    /** Simple-channel messages that arrived before anyone asked, and receivers waiting for one (lock held). */
-    private final java.util.ArrayDeque<AmMessage> simpleArrived = new java.util.ArrayDeque<>();
-    private final java.util.ArrayDeque<UcxFuture<MemorySegment>> simpleWaiting = new java.util.ArrayDeque<>();
+    private final EndpointLifecycle lifecycle;
+    private final SimpleAmChannel simple;
+    private final EndpointRma rma;
 
-    UcxEndpoint(WorkerRuntime rt, MemorySegment handle, int id, InetSocketAddress peer, EndpointErrorHandler handler) {
+    UcxEndpoint(UcxWorker worker, NativeWorker rt, MemorySegment handle, int id, InetSocketAddress peer,
+                EndpointErrorHandler handler) {
+        this.worker = worker;
         this.rt = rt;
         this.handle = handle;
         this.id = id;
         this.peer = peer;
-        this.errorHandler = handler;
+        this.lifecycle = new EndpointLifecycle(this, rt, handler);
+        this.simple = new SimpleAmChannel(this);
+        this.rma = new EndpointRma(this, rt);
     }
 
     // ------------------------------------------------------------------ tag
@@ -76,8 +75,8 @@ public final class UcxEndpoint implements AutoCloseable {
      */
     public UcxFuture<Void> tagSendAsync(MemorySegment buffer, long tag) {
         UcxFuture<Void> f = new UcxFuture<>();
-        Operation op = new Operation(rt, OperationKind.TAG_SEND, this, buffer.byteSize(), f);
-        ensureOpen();
+        Operation op = f.track(rt, OperationKind.TAG_SEND, lifecycle, buffer.byteSize());
+        lifecycle.ensureOpen();
         MemorySegment src = Buffers.forSend(op, buffer);
         long len = buffer.byteSize();
         rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, src, len, tag, p));
@@ -86,7 +85,7 @@ public final class UcxEndpoint implements AutoCloseable {
 
     /** Blocking twin of {@link #tagSendAsync(MemorySegment, long)}. */
     public void tagSend(MemorySegment buffer, long tag) {
-        rt.call(() -> tagSendAsync(buffer, tag), "tagSend");
+        rt.engine.call(() -> tagSendAsync(buffer, tag), "tagSend");
     }
 
     /** Sends a tagged message from a byte array (copied). */
@@ -119,8 +118,8 @@ public final class UcxEndpoint implements AutoCloseable {
      */
     public UcxFuture<Void> tagSendAsync(java.util.List<MemorySegment> segments, long tag) {
         UcxFuture<Void> f = new UcxFuture<>();
-        ensureOpen();
-        Operation op = new Operation(rt, OperationKind.TAG_SEND_IOV, this, Iov.total(segments), f);
+        lifecycle.ensureOpen();
+        Operation op = f.track(rt, OperationKind.TAG_SEND_IOV, lifecycle, Iov.total(segments));
         MemorySegment list = Iov.forSend(op, segments);
         long count = segments.size();
         rt.startOp(op, true, Upcalls.SEND, 0, 0, p -> (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, list, count, tag, p));
@@ -129,7 +128,7 @@ public final class UcxEndpoint implements AutoCloseable {
 
     /** Blocking twin of {@link #tagSendAsync(java.util.List, long)}. */
     public void tagSend(java.util.List<MemorySegment> segments, long tag) {
-        rt.call(() -> tagSendAsync(segments, tag), "tagSend");
+        rt.engine.call(() -> tagSendAsync(segments, tag), "tagSend");
     }
 
     /**
@@ -142,8 +141,8 @@ public final class UcxEndpoint implements AutoCloseable {
      * @return the sender's tag and the total length received
      */
     public UcxFuture<TagInfo> tagRecvAsync(java.util.List<MemorySegment> segments, long tag, long mask) {
-        ensureOpen();
-        return rt.worker.tagRecvIov(this, segments, tag, mask);
+        lifecycle.ensureOpen();
+        return worker.tagRecvIov(this, segments, tag, mask);
     }
 
     /**
@@ -156,13 +155,13 @@ public final class UcxEndpoint implements AutoCloseable {
      * @return the sender's tag and the message length
      */
     public UcxFuture<TagInfo> tagRecvAsync(MemorySegment buffer, long tag, long mask) {
-        ensureOpen();
-        return rt.worker.tagRecv(this, buffer, tag, mask);
+        lifecycle.ensureOpen();
+        return worker.tagRecv(this, buffer, tag, mask);
     }
 
     /** Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long)}. */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask) {
-        return rt.call(() -> tagRecvAsync(buffer, tag, mask), "tagRecv");
+        return rt.engine.call(() -> tagRecvAsync(buffer, tag, mask), "tagRecv");
     }
 
     /**
@@ -170,7 +169,7 @@ public final class UcxEndpoint implements AutoCloseable {
      * canceled and {@link UcxTimeoutException} thrown.
      */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask, Duration timeout) {
-        return rt.worker.awaitOrCancel(() -> tagRecvAsync(buffer, tag, mask), "tagRecv", timeout);
+        return worker.awaitOrCancel(() -> tagRecvAsync(buffer, tag, mask), "tagRecv", timeout);
     }
 
     /** Receives into a byte array (copied back on completion). */
@@ -197,12 +196,12 @@ public final class UcxEndpoint implements AutoCloseable {
         if (buffer.byteSize() == 0) {
             // A stream has no message boundaries, so an empty send is a no-op; UCX 1.13 also asserts on
             // receiving an empty stream fragment, so it must not reach the wire.
-            ensureOpen();
+            lifecycle.ensureOpen();
             f.complete(null);
             return f;
         }
-        Operation op = new Operation(rt, OperationKind.STREAM_SEND, this, buffer.byteSize(), f);
-        ensureOpen();
+        Operation op = f.track(rt, OperationKind.STREAM_SEND, lifecycle, buffer.byteSize());
+        lifecycle.ensureOpen();
         MemorySegment src = Buffers.forSend(op, buffer);
         long len = buffer.byteSize();
         rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (MemorySegment) Ucp.stream_send_nbx.invokeExact(handle, src, len, p));
@@ -211,7 +210,7 @@ public final class UcxEndpoint implements AutoCloseable {
 
     /** Blocking twin of {@link #streamSendAsync(MemorySegment)}. */
     public void streamSend(MemorySegment buffer) {
-        rt.call(() -> streamSendAsync(buffer), "streamSend");
+        rt.engine.call(() -> streamSendAsync(buffer), "streamSend");
     }
 
     /** Sends a byte array on the stream (copied). */
@@ -233,22 +232,22 @@ public final class UcxEndpoint implements AutoCloseable {
     public UcxFuture<Long> streamRecvAsync(MemorySegment buffer) {
         UcxFuture<Long> f = new UcxFuture<>();
         if (buffer.byteSize() == 0) {
-            ensureOpen();
+            lifecycle.ensureOpen();
             f.complete(0L);
             return f;
         }
-        Operation op = new Operation(rt, OperationKind.STREAM_RECV, this, buffer.byteSize(), f);
-        ensureOpen();
+        Operation op = f.track(rt, OperationKind.STREAM_RECV, lifecycle, buffer.byteSize());
+        lifecycle.ensureOpen();
         MemorySegment dst = Buffers.forReceive(op, buffer);
         long len = buffer.byteSize();
-        rt.startOp(op, false, Upcalls.STREAM_RECV, WorkerRuntime.OP_ATTR_FIELD_FLAGS, STREAM_RECV_FLAG_WAITALL,
+        rt.startOp(op, false, Upcalls.STREAM_RECV, OperationTable.OP_ATTR_FIELD_FLAGS, STREAM_RECV_FLAG_WAITALL,
                 p -> (MemorySegment) Ucp.stream_recv_nbx.invokeExact(handle, dst, len, rt.lengthOut, p));
         return f;
     }
 
     /** Blocking twin of {@link #streamRecvAsync(MemorySegment)}. */
     public long streamRecv(MemorySegment buffer) {
-        return rt.call(() -> streamRecvAsync(buffer), "streamRecv");
+        return rt.engine.call(() -> streamRecvAsync(buffer), "streamRecv");
     }
 
     /** Receives exactly {@code data.length} bytes into a byte array (copied back). */
@@ -275,7 +274,7 @@ public final class UcxEndpoint implements AutoCloseable {
      * @throws IllegalArgumentException when the header is larger than the worker allows (before anything is sent)
      */
     public UcxFuture<Void> amSendAsync(int id, MemorySegment header, MemorySegment body, AmSendMode mode) {
-        rt.worker.checkAmId(id);
+        worker.checkAmId(id);
         return startAmSend(id, header, body, null, mode);
     }
 
@@ -289,13 +288,13 @@ public final class UcxEndpoint implements AutoCloseable {
      * @return completes when the parts may be reused
      */
     public UcxFuture<Void> amSendAsync(int id, MemorySegment header, java.util.List<MemorySegment> body, AmSendMode mode) {
-        rt.worker.checkAmId(id);
+        worker.checkAmId(id);
         return startAmSend(id, header, null, body, mode);
     }
 
     /** Blocking twin of {@link #amSendAsync(int, MemorySegment, MemorySegment, AmSendMode)}. */
     public void amSend(int id, MemorySegment header, MemorySegment body, AmSendMode mode) {
-        rt.call(() -> amSendAsync(id, header, body, mode), "amSend");
+        rt.engine.call(() -> amSendAsync(id, header, body, mode), "amSend");
     }
 
     /**
@@ -307,7 +306,7 @@ public final class UcxEndpoint implements AutoCloseable {
      * @return completes when the body may be reused
      */
     public UcxFuture<Void> amSendAsync(MemorySegment body) {
-        return startAmSend(ActiveMessages.SIMPLE_ID, MemorySegment.NULL, body, null, AmSendMode.AUTO);
+        return simple.send(body);
     }
 
     /**
@@ -330,7 +329,7 @@ public final class UcxEndpoint implements AutoCloseable {
 
     /** Blocking twin of {@link #amSendAsync(MemorySegment)}. */
     public void amSend(MemorySegment body) {
-        rt.call(() -> amSendAsync(body), "amSend");
+        rt.engine.call(() -> amSendAsync(body), "amSend");
     }
 
     /** Sends a byte array on the simple channel (copied). */
@@ -346,93 +345,50 @@ public final class UcxEndpoint implements AutoCloseable {
      * @return the body's future
      */
     public UcxFuture<MemorySegment> amRecvAsync() {
-        ensureOpen();
-        UcxFuture<MemorySegment> f = new UcxFuture<>();
-        rt.execute(() -> {
-            if (state == State.FAILED) {
-                f.completeExceptionally(failure);
-                return;
-            }
-            AmMessage next = simpleArrived.poll();
-            if (next != null) {
-                chain(next.data(), f);
-            } else {
-                simpleWaiting.add(f);
-            }
-        });
-        return f;
+        return simple.receive();
     }
 
     /** Blocking twin of {@link #amRecvAsync()}. */
     public MemorySegment amRecv() {
-        return rt.call(this::amRecvAsync, "amRecv");
+        return rt.engine.call(this::amRecvAsync, "amRecv");
     }
 
-    private UcxFuture<Void> startAmSend(int id, MemorySegment header, MemorySegment body,
-                                        java.util.List<MemorySegment> parts, AmSendMode mode) {
+    /** Starts an active-message send; the simple channel sends through it too. */
+    UcxFuture<Void> startAmSend(int id, MemorySegment header, MemorySegment body,
+                                java.util.List<MemorySegment> parts, AmSendMode mode) {
         Objects.requireNonNull(header, "header");
         Objects.requireNonNull(mode, "mode");
         long hlen = header.byteSize();
-        if (hlen > rt.worker.maxAmHeader()) {
+        if (hlen > worker.maxAmHeader()) {
             throw new IllegalArgumentException("active message header of " + hlen + " bytes exceeds this worker's "
-                    + "maximum of " + rt.worker.maxAmHeader() + " bytes");
+                    + "maximum of " + worker.maxAmHeader() + " bytes");
         }
-        ensureOpen();
+        lifecycle.ensureOpen();
         UcxFuture<Void> f = new UcxFuture<>();
         long bodyLength = parts != null ? Iov.total(parts) : Objects.requireNonNull(body, "body").byteSize();
-        Operation op = new Operation(rt, OperationKind.AM_SEND, this, bodyLength, f);
+        Operation op = f.track(rt, OperationKind.AM_SEND, lifecycle, bodyLength);
         MemorySegment src;
         long count;
-        MemorySegment hdr = MemorySegment.NULL;
+        MemorySegment hdr = Buffers.forHeader(op, header);
         try {
-            if (hlen > 0) {
-                op.headerStaging = org.ucx4j.internal.Libc.malloc(hlen);
-                MemorySegment.copy(header, 0, op.headerStaging, 0, hlen);
-                hdr = MemorySegment.ofAddress(op.headerStaging.address());
-            }
             src = parts != null ? Iov.forSend(op, parts) : Buffers.forSend(op, body);
             count = parts != null ? parts.size() : bodyLength;
         } catch (RuntimeException e) {
-            if (op.headerStaging != null) {
-                org.ucx4j.internal.Libc.free(op.headerStaging);
-                op.headerStaging = null;
-            }
+            Buffers.freeHeader(op);
             throw e;
         }
         MemorySegment hdrPtr = hdr;
         int flags = ActiveMessages.SEND_FLAG_REPLY | mode.flag();
         boolean iov = parts != null;
-        rt.startOp(op, iov, Upcalls.SEND, WorkerRuntime.OP_ATTR_FIELD_FLAGS, flags,
+        rt.startOp(op, iov, Upcalls.SEND, OperationTable.OP_ATTR_FIELD_FLAGS, flags,
                 p -> (MemorySegment) Ucp.am_send_nbx.invokeExact(handle, id, hdrPtr, hlen, src, count, p));
         return f;
     }
 
+
     /** Lock held: a simple-channel message from our peer arrived. */
     void deliverSimple(AmMessage message) {
-        UcxFuture<MemorySegment> waiting = simpleWaiting.poll();
-        if (waiting != null) {
-            chain(message.data(), waiting);
-        } else {
-            simpleArrived.add(message);
-        }
-    }
-
-    private static void chain(UcxFuture<MemorySegment> from, UcxFuture<MemorySegment> to) {
-        from.whenComplete((v, e) -> {
-            if (e != null) {
-                to.completeExceptionally(e);
-            } else {
-                to.complete(v);
-            }
-        });
-    }
-
-    /** Lock held: fails every waiting simple-channel receive. */
-    private void failSimpleWaiters(UcxException why) {
-        UcxFuture<MemorySegment> w;
-        while ((w = simpleWaiting.poll()) != null) {
-            w.completeExceptionally(why);
-        }
+        simple.deliver(message);
     }
 
     // ------------------------------------------------------------------ flush and close
@@ -443,33 +399,33 @@ public final class UcxEndpoint implements AutoCloseable {
      * @return the flush's future
      */
     public UcxFuture<Void> flushAsync() {
-        ensureOpen();
+        lifecycle.ensureOpen();
         UcxFuture<Void> f = new UcxFuture<>();
-        Operation op = new Operation(rt, OperationKind.ENDPOINT_FLUSH, this, 0, f);
+        Operation op = f.track(rt, OperationKind.ENDPOINT_FLUSH, lifecycle, 0);
         rt.submit(op, () -> startFlush(op));
         return f;
     }
 
+    /** Lock held: starts a flush of this endpoint ({@code op} may be a connect's). */
     void startFlush(Operation op) {
-        if (!usable(op)) {
+        if (!lifecycle.admit(op)) {
             return;
         }
-        MemorySegment p = rt.param(op, Upcalls.SEND, 0, 0);
+        MemorySegment p = rt.operations.param(op, Upcalls.SEND, 0, 0);
         MemorySegment r;
         try {
             r = (MemorySegment) Ucp.ep_flush_nbx.invokeExact(handle, p);
         } catch (Throwable t) {
-            rt.failUnsubmitted(op, t);
+            rt.operations.failUnsubmitted(op, t);
             return;
         }
-        rt.started(op, r, null);
+        rt.operations.started(op, r, null);
     }
 
     /** Blocking twin of {@link #flushAsync()}. */
     public void flush() {
-        rt.call(() -> flushAsync(), "flush");
+        rt.engine.call(() -> flushAsync(), "flush");
     }
-
     /**
      * Closes the endpoint. Receives posted through it complete with {@link UcxCanceledException}. In
      * {@link CloseMode#FLUSH} mode sends already posted are delivered first; in {@link CloseMode#FORCE}
@@ -482,71 +438,14 @@ public final class UcxEndpoint implements AutoCloseable {
      */
     public UcxFuture<Void> closeAsync(CloseMode mode) {
         Objects.requireNonNull(mode, "mode");
-        UcxFuture<Void> f = new UcxFuture<>();
-        rt.execute(() -> startClose(mode, f));
-        return f;
+        return lifecycle.closeAsync(mode);
     }
 
     /** Starts a close, or ties {@code f} to the close already under way; lock held. */
     void startClose(CloseMode requested, UcxFuture<Void> f) {
-        if (rt.inUpcall()) {
-            rt.later(() -> startClose(requested, f));
-            return;
-        }
-        if (closeFuture != null) {
-            closeFuture.whenComplete((v, e) -> {
-                if (e != null) {
-                    f.completeExceptionally(e);
-                } else {
-                    f.complete(null);
-                }
-            });
-            return;
-        }
-        closeFuture = f;
-        CloseMode mode = state == State.FAILED ? CloseMode.FORCE : requested;
-        state = State.CLOSING;
-        UcxCanceledException closed = new UcxCanceledException("endpoint close", "endpoint to " + describePeer() + " closed");
-        failSimpleWaiters(closed);
-        for (Operation op : operations()) {
-            if (mode == CloseMode.FORCE || op.kind.awaitsPeer) {
-                rt.abort(op, closed);
-            }
-        }
-        closeRemoteKeys();
-        // UCX's close completes 'released'; the bookkeeping runs first, then 'f', so whoever waits on
-        // the close sees the endpoint already gone from the worker.
-        UcxFuture<Void> released = new UcxFuture<>();
-        Operation op = new Operation(rt, OperationKind.ENDPOINT_CLOSE, null, 0, released);
-        MemorySegment p = rt.param(op, Upcalls.SEND, WorkerRuntime.OP_ATTR_FIELD_FLAGS,
-                mode == CloseMode.FORCE ? CLOSE_FLAG_FORCE : 0);
-        MemorySegment r;
-        try {
-            r = (MemorySegment) Ucp.ep_close_nbx.invokeExact(handle, p);
-        } catch (Throwable t) {
-            rt.failUnsubmitted(op, t);
-            r = null;
-        }
-        WorkerRuntime.Timer guard = rt.schedule(rt.worker.options().closeTimeout().toNanos(), () -> {
-            if (!f.isDone()) {
-                f.completeExceptionally(new UcxTimeoutException("ucp_ep_close_nbx", UcxStatus.TIMED_OUT.code(),
-                        "endpoint to " + describePeer() + " did not close within " + rt.worker.options().closeTimeout()));
-            }
-        });
-        released.whenComplete((v, e) -> {
-            guard.cancel();
-            state = State.CLOSED;
-            rt.worker.endpointClosed(this);
-            if (e != null) {
-                f.completeExceptionally(e);
-            } else {
-                f.complete(null);
-            }
-        });
-        if (r != null) {
-            rt.started(op, r, null);
-        }
+        lifecycle.startClose(requested, f);
     }
+
 
     /**
      * Closes gracefully ({@link CloseMode#FLUSH}) and waits up to the worker's close timeout. Never throws
@@ -555,11 +454,11 @@ public final class UcxEndpoint implements AutoCloseable {
     @Override
     public void close() {
         UcxFuture<Void> f = closeAsync(CloseMode.FLUSH);
-        if (rt.inCallbackContext()) {
+        if (rt.engine.inCallbackContext()) {
             return; // Cannot wait here; the close proceeds on its own.
         }
         try {
-            rt.await(f, "close");
+            rt.engine.await(f, "close");
         } catch (UcxException e) {
             LOG.debug("endpoint to {} closed with {}", describePeer(), e.toString());
         }
@@ -582,7 +481,7 @@ public final class UcxEndpoint implements AutoCloseable {
      * @return true while usable
      */
     public boolean isOpen() {
-        return state == State.OPEN;
+        return lifecycle.isOpen();
     }
 
     /**
@@ -591,7 +490,7 @@ public final class UcxEndpoint implements AutoCloseable {
      * @return the failure, or empty when it has not failed
      */
     public Optional<UcxException> failure() {
-        return Optional.ofNullable(failure);
+        return lifecycle.failure();
     }
 
     /**
@@ -600,126 +499,45 @@ public final class UcxEndpoint implements AutoCloseable {
      * @return the worker
      */
     public UcxWorker worker() {
-        return rt.worker;
+        return worker;
     }
 
     String describePeer() {
         return peer == null ? "(worker address)" : peer.getAddress().getHostAddress() + ":" + peer.getPort();
     }
 
-    /**
-     * Refuses new operations on a closed endpoint: an {@link IllegalStateException} when the caller closed
-     * it, the endpoint's failure (a {@link UcxException}, fresh for this caller) when the peer broke it,
-     * since the caller needs to know the peer is gone, not that someone called close.
-     */
-    private void ensureOpen() {
-        UcxException failed = failure;
-        if (failed != null) {
-            throw UcxException.of(failed.call(), failed.rawStatus(),
-                    "endpoint to " + describePeer() + " failed earlier: " + failed.getMessage());
-        }
-        State s = state;
-        if (s == State.CLOSING || s == State.CLOSED) {
-            throw new IllegalStateException("endpoint to " + describePeer() + " is closed");
-        }
-        rt.worker.ensureOpen();
-    }
-
-    /** Checks, with the lock held, that an operation may start; fails it otherwise. */
-    boolean usable(Operation op) {
-        State s = state;
-        if (s == State.OPEN) {
-            return true;
-        }
-        Throwable why = failure != null ? failure
-                : new IllegalStateException("endpoint to " + describePeer() + " is closed");
-        rt.failUnsubmitted(op, why);
-        return false;
-    }
-
-    /**
-     * Called with the lock held, from inside UCX's error callback, when this endpoint failed. Only the
-     * state changes here; aborting operations, the user's handler and the forced close run in the next
-     * round, outside the callback, because UCX is still tearing the endpoint down.
-     */
+    /** Called with the lock held, from inside UCX's error callback, when this endpoint failed. */
     void failed(int status) {
-        if (state == State.CLOSED) {
-            return;
-        }
-        UcxException error = UcxException.of("endpoint", status, "peer " + describePeer());
-        boolean closing = state == State.CLOSING;
-        if (failure == null && !closing) {
-            // Only a failure of an open endpoint is the peer's doing; during our own close it is expected.
-            failure = error;
-        }
-        if (!closing) {
-            state = State.FAILED;
-        }
-        rt.later(() -> afterFailure(error, closing));
+        lifecycle.failed(status);
     }
 
-    private void afterFailure(UcxException error, boolean closing) {
-        failSimpleWaiters(error);
-        for (Operation op : operations()) {
-            rt.abort(op, error);
-        }
-        if (errorHandler != null && !closing) {
-            try {
-                errorHandler.onError(this, error);
-            } catch (Throwable t) {
-                LOG.error("endpoint error handler failed for {}", describePeer(), t);
-            }
-        } else {
-            LOG.debug("endpoint to {} failed: {}", describePeer(), error.getMessage());
-        }
-        if (!closing) {
-            startClose(CloseMode.FORCE, new UcxFuture<>());
-        }
+    EndpointLifecycle lifecycle() {
+        return lifecycle;
     }
 
-    // Intrusive list of this endpoint's in-flight operations (lock held).
-    void link(Operation op) {
-        op.epNext = opsHead;
-        if (opsHead != null) {
-            opsHead.epPrev = op;
-        }
-        opsHead = op;
+    SimpleAmChannel simpleChannel() {
+        return simple;
     }
 
-    void unlink(Operation op) {
-        if (op.epPrev != null) {
-            op.epPrev.epNext = op.epNext;
-        } else if (opsHead == op) {
-            opsHead = op.epNext;
-        }
-        if (op.epNext != null) {
-            op.epNext.epPrev = op.epPrev;
-        }
-        op.epPrev = null;
-        op.epNext = null;
+    EndpointRma rma() {
+        return rma;
     }
 
-    private List<Operation> operations() {
-        List<Operation> out = new ArrayList<>();
-        for (Operation op = opsHead; op != null; op = op.epNext) {
-            out.add(op);
-        }
-        return out;
+    NativeWorker runtime() {
+        return rt;
+    }
+
+    /** What operations on this endpoint are tied to. */
+    OperationOwner owner() {
+        return lifecycle;
+    }
+
+    /** The owner for an operation that may or may not be tied to an endpoint. */
+    static OperationOwner ownerOf(UcxEndpoint endpoint) {
+        return endpoint == null ? null : endpoint.lifecycle;
     }
 
     // ------------------------------------------------------------------ RMA
-
-    /**
-     * The remote keys unpacked on this endpoint and not yet destroyed (lock held). UCX requires a key to
-     * be destroyed before the endpoint it was unpacked on.
-     */
-    private final List<RemoteKey> remoteKeys = new ArrayList<>();
-    /**
-     * Zeroed bytes after a packed key handed to {@code ucp_ep_rkey_unpack}, which takes no length and
-     * trusts the sizes inside the key: a 64-bit memory-domain map with a size byte per domain can claim
-     * at most 64 * (1 + 255) bytes plus a small tail, so a corrupted size never reads past our buffer.
-     */
-    private static final int RKEY_UNPACK_SLACK = 64 * 256 + 1024;
 
     /**
      * Unpacks a peer's remote key ({@code ucp_ep_rkey_unpack}) for use on this endpoint. The bytes are
@@ -734,34 +552,7 @@ public final class UcxEndpoint implements AutoCloseable {
      * @throws IllegalStateException when the endpoint is closed
      */
     public RemoteKey unpackRemoteKey(byte[] remoteKey) {
-        RemoteKeyFormat.Parsed parsed = RemoteKeyFormat.decode(remoteKey);
-        ensureOpen();
-        return rt.worker.call("unpackRemoteKey", () -> unpackLocked(parsed));
-    }
-
-    private RemoteKey unpackLocked(RemoteKeyFormat.Parsed parsed) {
-        State s = state;
-        if (s == State.FAILED && failure != null) {
-            throw failure;
-        }
-        if (s != State.OPEN) {
-            throw new IllegalStateException("endpoint to " + describePeer() + " is closed");
-        }
-        byte[] packed = parsed.packedKey();
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment buffer = a.allocate(packed.length + RKEY_UNPACK_SLACK, 8);
-            MemorySegment.copy(packed, 0, buffer, ValueLayout.JAVA_BYTE, 0, packed.length);
-            MemorySegment out = a.allocate(ValueLayout.ADDRESS);
-            int status = NativeCalls.callInt(() -> (byte) Ucp.ep_rkey_unpack.invokeExact(handle, buffer, out));
-            if (status != UcxStatus.OK.code()) {
-                throw UcxException.of("ucp_ep_rkey_unpack", status, "a " + packed.length + "-byte packed key for a "
-                        + parsed.length() + "-byte region, endpoint to " + describePeer()
-                        + " (corrupted, or packed by a process this endpoint does not lead to)");
-            }
-            RemoteKey key = new RemoteKey(this, out.get(ValueLayout.ADDRESS, 0), parsed.base(), parsed.length());
-            remoteKeys.add(key);
-            return key;
-        }
+        return rma.unpackRemoteKey(remoteKey);
     }
 
     /**
@@ -780,12 +571,12 @@ public final class UcxEndpoint implements AutoCloseable {
      * @throws IllegalStateException when the endpoint or the key is closed
      */
     public UcxFuture<Void> putAsync(MemorySegment local, RemoteKey key, long remoteOffset) {
-        return rma(true, local, key, remoteOffset);
+        return rma.start(true, local, key, remoteOffset);
     }
 
     /** Blocking twin of {@link #putAsync(MemorySegment, RemoteKey, long)}. */
     public void put(MemorySegment local, RemoteKey key, long remoteOffset) {
-        rt.call(() -> putAsync(local, key, remoteOffset), "put");
+        rt.engine.call(() -> putAsync(local, key, remoteOffset), "put");
     }
 
     /**
@@ -804,82 +595,21 @@ public final class UcxEndpoint implements AutoCloseable {
      * @throws IllegalStateException when the endpoint or the key is closed
      */
     public UcxFuture<Void> getAsync(MemorySegment local, RemoteKey key, long remoteOffset) {
-        return rma(false, local, key, remoteOffset);
+        return rma.start(false, local, key, remoteOffset);
     }
 
     /** Blocking twin of {@link #getAsync(MemorySegment, RemoteKey, long)}. */
     public void get(MemorySegment local, RemoteKey key, long remoteOffset) {
-        rt.call(() -> getAsync(local, key, remoteOffset), "get");
-    }
-
-    private UcxFuture<Void> rma(boolean put, MemorySegment local, RemoteKey key, long remoteOffset) {
-        Objects.requireNonNull(local, "local");
-        Objects.requireNonNull(key, "key");
-        if (key.endpoint() != this) {
-            throw new IllegalArgumentException("the remote key was unpacked on " + key.endpoint()
-                    + ", not on " + this + ": a key works only on its own endpoint");
-        }
-        long len = local.byteSize();
-        key.checkAccess(remoteOffset, len);
-        UcxFuture<Void> f = new UcxFuture<>();
-        UcxException failed = failure;
-        if (failed != null) {
-            // The peer is gone (the endpoint may have closed itself since): say so, not just "closed".
-            f.completeExceptionally(failed);
-            return f;
-        }
-        ensureOpen();
-        key.ensureOpen();
-        if (len == 0) {
-            f.complete(null);
-            return f;
-        }
-        OperationKind kind = put ? OperationKind.PUT : OperationKind.GET;
-        Operation op = new Operation(rt, kind, this, len, f);
-        MemorySegment buffer = put ? Buffers.forSend(op, local) : Buffers.forReceive(op, local);
-        long remote = key.address(remoteOffset);
-        rt.submit(op, () -> {
-            if (failure != null) {
-                rt.failUnsubmitted(op, failure);
-                return;
-            }
-            if (!usable(op)) {
-                return;
-            }
-            if (!key.acquire()) {
-                rt.failUnsubmitted(op, new IllegalStateException("remote key (region of " + key.size()
-                        + " bytes) is closed"));
-                return;
-            }
-            f.whenComplete((v, e) -> rt.execute(key::release));
-            MemorySegment p = rt.param(op, Upcalls.SEND, 0, 0);
-            MemorySegment r;
-            try {
-                r = put ? (MemorySegment) Ucp.put_nbx.invokeExact(handle, buffer, len, remote, key.handle(), p)
-                        : (MemorySegment) Ucp.get_nbx.invokeExact(handle, buffer, len, remote, key.handle(), p);
-            } catch (Throwable t) {
-                rt.failUnsubmitted(op, t);
-                return;
-            }
-            rt.started(op, r, null);
-        });
-        return f;
-    }
-
-    /** Asks every remote key of this endpoint to close; each is destroyed once idle. Lock held. */
-    private void closeRemoteKeys() {
-        for (RemoteKey key : new ArrayList<>(remoteKeys)) {
-            key.requestClose();
-        }
+        rt.engine.call(() -> getAsync(local, key, remoteOffset), "get");
     }
 
     /** Lock held. */
     void remoteKeyDestroyed(RemoteKey key) {
-        remoteKeys.remove(key);
+        rma.destroyed(key);
     }
 
     @Override
     public String toString() {
-        return "UcxEndpoint[" + describePeer() + ", " + state + "]";
+        return "UcxEndpoint[" + describePeer() + ", " + lifecycle.stateName() + "]";
     }
 }

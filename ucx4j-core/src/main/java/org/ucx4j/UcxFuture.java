@@ -1,6 +1,10 @@
 package org.ucx4j;
 
 import java.util.concurrent.CompletableFuture;
+import org.ucx4j.internal.worker.NativeWorker;
+import org.ucx4j.internal.worker.Operation;
+import org.ucx4j.internal.worker.OperationKind;
+import org.ucx4j.internal.worker.OperationOwner;
 
 /**
  * The future of one UCX operation. A plain {@link CompletableFuture} except for {@link #cancel}: it asks
@@ -19,8 +23,19 @@ public final class UcxFuture<T> extends CompletableFuture<T> {
 
     UcxFuture() {}
 
-    void bind(Operation op) {
+    /**
+     * Creates the operation whose result completes this future; from then on {@link #cancel} cancels it.
+     *
+     * @param worker the worker it runs on
+     * @param kind what it is
+     * @param owner the endpoint it is tied to, or null
+     * @param length the bytes it moves, for messages
+     * @return the operation, not yet submitted
+     */
+    Operation track(NativeWorker worker, OperationKind kind, OperationOwner owner, long length) {
+        Operation op = new Operation(worker, kind, owner, length, this);
         this.operation = op;
+        return op;
     }
 
     /**
@@ -36,7 +51,7 @@ public final class UcxFuture<T> extends CompletableFuture<T> {
         if (op == null || isDone()) {
             return false;
         }
-        op.runtime().cancel(op);
+        op.cancel();
         return true;
     }
 

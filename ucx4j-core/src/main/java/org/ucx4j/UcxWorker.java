@@ -28,6 +28,14 @@ import org.ucx4j.internal.Sockaddrs;
 import org.ucx4j.internal.Structs;
 import org.ucx4j.internal.Ucp;
 import org.ucx4j.internal.Upcalls;
+import org.ucx4j.internal.worker.Buffers;
+import org.ucx4j.internal.worker.Iov;
+import org.ucx4j.internal.worker.NativeWorker;
+import org.ucx4j.internal.worker.Operation;
+import org.ucx4j.internal.worker.OperationKind;
+import org.ucx4j.internal.worker.OperationTable;
+import org.ucx4j.internal.worker.TimerQueue;
+import org.ucx4j.internal.worker.WorkerEvents;
 
 /**
  * A UCP worker ({@code ucp_worker_h}): the progress engine that endpoints and listeners belong to, and
@@ -64,7 +72,7 @@ public final class UcxWorker implements AutoCloseable {
     private final UcxContext context;
     private final WorkerOptions options;
     private final String name;
-    private final WorkerRuntime rt;
+    private final NativeWorker rt;
     private final IdTable<UcxEndpoint> endpoints = new IdTable<>(8);
     private final IdTable<UcxListener> listeners = new IdTable<>(8);
     private final AtomicInteger state = new AtomicInteger(); // 0 open, 1 closing, 2 closed
@@ -75,20 +83,19 @@ public final class UcxWorker implements AutoCloseable {
         this.context = context;
         this.options = options;
         this.name = options.name() + "-" + SEQ.incrementAndGet();
-        this.rt = new WorkerRuntime(this, context.handle(),
+        this.rt = new NativeWorker(context.handle(),
                 new WorkerOptions(options.progressMode(), options.connectTimeout(), options.closeTimeout(),
-                        options.spin(), name, options.peerErrorHandling()));
+                        options.spin(), name, options.peerErrorHandling()), new Events());
         this.activeMessages = new ActiveMessages(rt);
         long maxHeader = 0;
         if (context.features().contains(Feature.AM)) {
             // Not shared yet: this thread is the only one that can reach the worker.
-            rt.lock.lock();
-            try {
+            long[] queried = new long[1];
+            rt.engine.runLocked(() -> {
                 activeMessages.register(ActiveMessages.SIMPLE_ID, null);
-                maxHeader = queryMaxAmHeader();
-            } finally {
-                rt.lock.unlock();
-            }
+                queried[0] = queryMaxAmHeader();
+            });
+            maxHeader = queried[0];
         }
         this.maxAmHeader = maxHeader;
     }
@@ -167,7 +174,7 @@ public final class UcxWorker implements AutoCloseable {
         }
     }
 
-    WorkerRuntime runtime() {
+    NativeWorker runtime() {
         return rt;
     }
 
@@ -219,7 +226,7 @@ public final class UcxWorker implements AutoCloseable {
      */
     public int progress() {
         ensureOpen();
-        return rt.progressOnce();
+        return rt.engine.progressOnce();
     }
 
     /**
@@ -233,7 +240,7 @@ public final class UcxWorker implements AutoCloseable {
      * @throws IllegalStateException when called from inside a ucx4j callback
      */
     public <T> T await(CompletableFuture<T> future) {
-        return rt.await(future, "await");
+        return rt.engine.await(future, "await");
     }
 
     /**
@@ -246,7 +253,7 @@ public final class UcxWorker implements AutoCloseable {
      * @throws UcxTimeoutException when it does not complete in time (the operation is left running)
      */
     public <T> T await(CompletableFuture<T> future, Duration timeout) {
-        return rt.await(future, "await", timeout.toNanos());
+        return rt.engine.await(future, "await", timeout.toNanos());
     }
 
     // ------------------------------------------------------------------ connections
@@ -271,7 +278,7 @@ public final class UcxWorker implements AutoCloseable {
      * @return the connected endpoint
      */
     public UcxEndpoint connect(InetSocketAddress address) {
-        return rt.call(() -> connectAsync(address, null), "connect");
+        return rt.engine.call(() -> connectAsync(address, null), "connect");
     }
 
     /**
@@ -309,7 +316,7 @@ public final class UcxWorker implements AutoCloseable {
      * @throws UcxTimeoutException when the connection is not established within the connect timeout
      */
     public UcxEndpoint connect(WorkerAddress address) {
-        return rt.call(() -> connectAsync(address, null), "connect");
+        return rt.engine.call(() -> connectAsync(address, null), "connect");
     }
 
     /**
@@ -339,7 +346,7 @@ public final class UcxWorker implements AutoCloseable {
     private UcxFuture<UcxEndpoint> connect(String target, InetSocketAddress peer, EndpointErrorHandler errorHandler,
                                            EndpointParams fill) {
         UcxFuture<UcxEndpoint> result = new UcxFuture<>();
-        rt.execute(() -> {
+        rt.engine.execute(() -> {
             UcxEndpoint ep;
             try {
                 ep = createEndpoint(fill, peer, errorHandler, "ucp_ep_create (connect " + target + ")");
@@ -348,11 +355,11 @@ public final class UcxWorker implements AutoCloseable {
                 return;
             }
             UcxFuture<Void> flushed = new UcxFuture<>();
-            Operation flush = new Operation(rt, OperationKind.CONNECT, ep, 0, flushed);
+            Operation flush = flushed.track(rt, OperationKind.CONNECT, ep.owner(), 0);
             ep.startFlush(flush);
             long timeoutNanos = options.connectTimeout().toNanos();
             boolean[] failing = new boolean[1]; // lock holder only: one failure path per connect
-            WorkerRuntime.Timer timer = flushed.isDone() ? null : rt.schedule(timeoutNanos, () -> {
+            TimerQueue.Timer timer = flushed.isDone() ? null : rt.timers.schedule(timeoutNanos, () -> {
                 if (!result.isDone() && !failing[0]) {
                     failing[0] = true;
                     failConnect(ep, result, new UcxTimeoutException("connect", UcxStatus.TIMED_OUT.code(),
@@ -507,7 +514,7 @@ public final class UcxWorker implements AutoCloseable {
             if (status != 0) {
                 throw UcxException.of(call, status, peer == null ? null : "peer " + peer);
             }
-            UcxEndpoint ep = new UcxEndpoint(rt, out.get(ADDRESS, 0), slot, peer, errorHandler);
+            UcxEndpoint ep = new UcxEndpoint(this, rt, out.get(ADDRESS, 0), slot, peer, errorHandler);
             endpoints.set(slot, ep);
             activeMessages.endpointOpened(ep);
             return ep;
@@ -522,14 +529,14 @@ public final class UcxWorker implements AutoCloseable {
         activeMessages.endpointClosed(ep);
     }
 
-    void endpointFailed(int endpointId, int status) {
+    private void endpointFailed(int endpointId, int status) {
         UcxEndpoint ep = endpoints.get(endpointId);
         if (ep != null) {
             ep.failed(status);
         }
     }
 
-    void connectionRequested(int listenerId, MemorySegment connRequest) {
+    private void connectionRequested(int listenerId, MemorySegment connRequest) {
         UcxListener listener = listeners.get(listenerId);
         if (listener == null) {
             LOG.warn("connection request for a closed listener; ignored");
@@ -556,7 +563,7 @@ public final class UcxWorker implements AutoCloseable {
 
     /** Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long)}. */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask) {
-        return rt.call(() -> tagRecvAsync(buffer, tag, mask), "tagRecv");
+        return rt.engine.call(() -> tagRecvAsync(buffer, tag, mask), "tagRecv");
     }
 
     /**
@@ -584,12 +591,12 @@ public final class UcxWorker implements AutoCloseable {
 
     UcxFuture<TagInfo> tagRecv(UcxEndpoint ep, MemorySegment buffer, long tag, long mask) {
         UcxFuture<TagInfo> f = new UcxFuture<>();
-        Operation op = new Operation(rt, OperationKind.TAG_RECV, ep, buffer.byteSize(), f);
+        Operation op = f.track(rt, OperationKind.TAG_RECV, UcxEndpoint.ownerOf(ep), buffer.byteSize());
         MemorySegment dst = Buffers.forReceive(op, buffer);
         long len = buffer.byteSize();
         // UCX 1.13 leaves recv_info unset when a receive completes at once from the unexpected queue, so
         // the sender's tag and the length would be lost: always take the callback.
-        rt.startOp(op, false, Upcalls.TAG_RECV, WorkerRuntime.OP_ATTR_FLAG_NO_IMM_CMPL, 0,
+        rt.startOp(op, false, Upcalls.TAG_RECV, OperationTable.OP_ATTR_FLAG_NO_IMM_CMPL, 0,
                 p -> (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, dst, len, tag, mask, p));
         return f;
     }
@@ -610,10 +617,10 @@ public final class UcxWorker implements AutoCloseable {
 
     UcxFuture<TagInfo> tagRecvIov(UcxEndpoint ep, List<MemorySegment> segments, long tag, long mask) {
         UcxFuture<TagInfo> f = new UcxFuture<>();
-        Operation op = new Operation(rt, OperationKind.TAG_RECV_IOV, ep, Iov.total(segments), f);
+        Operation op = f.track(rt, OperationKind.TAG_RECV_IOV, UcxEndpoint.ownerOf(ep), Iov.total(segments));
         MemorySegment list = Iov.forReceive(op, segments);
         long count = segments.size();
-        rt.startOp(op, true, Upcalls.TAG_RECV, WorkerRuntime.OP_ATTR_FLAG_NO_IMM_CMPL, 0,
+        rt.startOp(op, true, Upcalls.TAG_RECV, OperationTable.OP_ATTR_FLAG_NO_IMM_CMPL, 0,
                 p -> (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, list, count, tag, mask, p));
         return f;
     }
@@ -650,14 +657,14 @@ public final class UcxWorker implements AutoCloseable {
     public UcxFuture<Void> flushAsync() {
         ensureOpen();
         UcxFuture<Void> f = new UcxFuture<>();
-        Operation op = new Operation(rt, OperationKind.WORKER_FLUSH, null, 0, f);
+        Operation op = f.track(rt, OperationKind.WORKER_FLUSH, null, 0);
         rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (MemorySegment) Ucp.worker_flush_nbx.invokeExact(rt.handle, p));
         return f;
     }
 
     /** Blocking twin of {@link #flushAsync()}. */
     public void flush() {
-        rt.call(() -> flushAsync(), "flush");
+        rt.engine.call(() -> flushAsync(), "flush");
     }
 
     // ------------------------------------------------------------------ RMA fence
@@ -697,7 +704,7 @@ public final class UcxWorker implements AutoCloseable {
      * @return a snapshot
      */
     public int pendingOperations() {
-        return call("pendingOperations", rt::pendingOperations);
+        return call("pendingOperations", rt.operations::size);
     }
 
     /**
@@ -713,30 +720,30 @@ public final class UcxWorker implements AutoCloseable {
 
     /** Runs {@code body} with the lock held and returns its result, waiting if it runs elsewhere. */
     <T> T call(String what, Supplier<T> body) {
-        if (rt.inCallbackContext()) {
+        if (rt.engine.inCallbackContext()) {
             return body.get();
         }
         CompletableFuture<T> f = new CompletableFuture<>();
-        rt.execute(() -> {
+        rt.engine.execute(() -> {
             try {
                 f.complete(body.get());
             } catch (Throwable t) {
                 f.completeExceptionally(t);
             }
         });
-        return rt.await(f, what);
+        return rt.engine.await(f, what);
     }
 
     <T> T awaitOrCancel(Supplier<UcxFuture<T>> start, String what, Duration timeout) {
-        rt.checkMayBlock(what);
+        rt.engine.checkMayBlock(what);
         UcxFuture<T> f = start.get();
         try {
-            return rt.await(f, what, timeout.toNanos());
+            return rt.engine.await(f, what, timeout.toNanos());
         } catch (UcxTimeoutException e) {
             if (!f.isDone()) {
                 f.cancel(false);
                 try {
-                    rt.await(f, what, TimeUnit.SECONDS.toNanos(5));
+                    rt.engine.await(f, what, TimeUnit.SECONDS.toNanos(5));
                 } catch (UcxException ignored) {
                     // Canceled, as asked; or it raced to completion, but the caller was told it timed out.
                 }
@@ -760,7 +767,7 @@ public final class UcxWorker implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (rt.inCallbackContext()) {
+        if (rt.engine.inCallbackContext()) {
             throw new IllegalStateException("UcxWorker.close() from inside a ucx4j callback would deadlock");
         }
         if (!state.compareAndSet(0, 1)) {
@@ -769,7 +776,7 @@ public final class UcxWorker implements AutoCloseable {
         long timeout = options.closeTimeout().toNanos();
         try {
             CompletableFuture<List<UcxFuture<Void>>> started = new CompletableFuture<>();
-            rt.execute(() -> {
+            rt.engine.execute(() -> {
                 List<UcxFuture<Void>> closes = new ArrayList<>();
                 try {
                     for (UcxListener l : listeners.all()) {
@@ -782,30 +789,48 @@ public final class UcxWorker implements AutoCloseable {
                         closes.add(f);
                     }
                     UcxCanceledException closed = new UcxCanceledException("worker close", "worker " + name + " closed");
-                    for (Operation op : rt.pending()) {
-                        if (op.kind.awaitsPeer) {
-                            rt.abort(op, closed);
+                    for (Operation op : rt.operations.pending()) {
+                        if (op.kind().awaitsPeer()) {
+                            rt.operations.abort(op, closed);
                         }
                     }
                 } finally {
                     started.complete(closes);
                 }
             });
-            rt.drive(started, timeout);
+            rt.engine.drive(started, timeout);
             List<UcxFuture<Void>> closes = started.getNow(List.of());
             CompletableFuture<Void> all = CompletableFuture.allOf(closes.toArray(new CompletableFuture[0]));
-            rt.drive(all, timeout);
+            rt.engine.drive(all, timeout);
             // Let UCX report what the closes and cancellations completed, briefly.
             CompletableFuture<Void> never = new CompletableFuture<>();
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
             while (pendingOperations() > 0 && System.nanoTime() < deadline) {
-                rt.drive(never, TimeUnit.MILLISECONDS.toNanos(5));
+                rt.engine.drive(never, TimeUnit.MILLISECONDS.toNanos(5));
             }
         } finally {
-            rt.stopThread();
             rt.destroy();
             state.set(2);
             context.workerClosed(this);
+        }
+    }
+
+    /** The upcalls about what this worker owns, kept off its public API. */
+    private final class Events implements WorkerEvents {
+        @Override
+        public void onEndpointError(int endpointId, int status) {
+            endpointFailed(endpointId, status);
+        }
+
+        @Override
+        public void onConnectionRequest(int listenerId, MemorySegment connRequest) {
+            connectionRequested(listenerId, connRequest);
+        }
+
+        @Override
+        public byte onActiveMessage(int handlerId, MemorySegment header, long headerLength, MemorySegment data,
+                                    long length, MemorySegment param) {
+            return activeMessages.onMessage(handlerId, header, headerLength, data, length, param);
         }
     }
 

@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.ucx4j.internal.worker.Iov;
 import org.ucx4j.testing.EchoProtocol;
 import org.ucx4j.testing.PeerProcess;
 import org.ucx4j.testing.Loopback;

@@ -214,16 +214,16 @@ class StructLayoutTest {
 
         String endpoint = "org.ucx4j.UcxEndpoint";
         add(out, endpoint, "STREAM_RECV_FLAG_WAITALL", "UCP_STREAM_RECV_FLAG_WAITALL");
-        add(out, endpoint, "CLOSE_FLAG_FORCE", "UCP_EP_CLOSE_FLAG_FORCE");
+        add(out, "org.ucx4j.EndpointLifecycle", "CLOSE_FLAG_FORCE", "UCP_EP_CLOSE_FLAG_FORCE");
 
-        String runtime = "org.ucx4j.WorkerRuntime";
+        String runtime = "org.ucx4j.internal.worker.OperationTable";
         add(out, runtime, "OP_ATTR_FIELD_CALLBACK", "UCP_OP_ATTR_FIELD_CALLBACK");
         add(out, runtime, "OP_ATTR_FIELD_USER_DATA", "UCP_OP_ATTR_FIELD_USER_DATA");
         add(out, runtime, "OP_ATTR_FIELD_FLAGS", "UCP_OP_ATTR_FIELD_FLAGS");
         add(out, runtime, "OP_ATTR_FIELD_RECV_INFO", "UCP_OP_ATTR_FIELD_RECV_INFO");
-        // WorkerRuntime's constructor writes these two as literals (field_mask 1L, thread_mode 1).
-        out.add(new Constant("WorkerRuntime literal worker field_mask 1L", 1, "UCP_WORKER_PARAM_FIELD_THREAD_MODE"));
-        out.add(new Constant("WorkerRuntime literal thread_mode 1", 1, "UCS_THREAD_MODE_SERIALIZED"));
+        // NativeWorker's constructor writes these two as literals (field_mask 1L, thread_mode 1).
+        out.add(new Constant("NativeWorker literal worker field_mask 1L", 1, "UCP_WORKER_PARAM_FIELD_THREAD_MODE"));
+        out.add(new Constant("NativeWorker literal thread_mode 1", 1, "UCS_THREAD_MODE_SERIALIZED"));
 
         String context = "org.ucx4j.UcxContext";
         add(out, context, "PARAM_FIELD_FEATURES", "UCP_PARAM_FIELD_FEATURES");

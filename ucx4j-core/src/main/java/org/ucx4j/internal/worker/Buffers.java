@@ -1,4 +1,4 @@
-package org.ucx4j;
+package org.ucx4j.internal.worker;
 
 import java.lang.foreign.MemorySegment;
 import org.ucx4j.internal.Libc;
@@ -9,7 +9,7 @@ import org.ucx4j.internal.Libc;
  * duration of an asynchronous operation, so it is copied into native staging memory (and, for receives,
  * copied back when the operation completes).
  */
-final class Buffers {
+public final class Buffers {
     private Buffers() {}
 
     /**
@@ -18,7 +18,7 @@ final class Buffers {
      * is checked here, on the caller's thread; from then on the caller's contract (keep the memory alive
      * until the future completes) is what protects it, as with any asynchronous native I/O.
      */
-    static MemorySegment unscoped(MemorySegment buffer) {
+    public static MemorySegment unscoped(MemorySegment buffer) {
         if (!buffer.scope().isAlive()) {
             throw new IllegalStateException("the buffer's arena is already closed");
         }
@@ -26,7 +26,7 @@ final class Buffers {
     }
 
     /** The memory to send from; stages a copy of heap memory. */
-    static MemorySegment forSend(Operation op, MemorySegment buffer) {
+    public static MemorySegment forSend(Operation op, MemorySegment buffer) {
         if (buffer.isNative()) {
             return unscoped(buffer);
         }
@@ -37,7 +37,7 @@ final class Buffers {
     }
 
     /** The memory to receive into; heap memory gets staging copied back on success. */
-    static MemorySegment forReceive(Operation op, MemorySegment buffer) {
+    public static MemorySegment forReceive(Operation op, MemorySegment buffer) {
         if (buffer.isReadOnly()) {
             throw new IllegalArgumentException("cannot receive into a read-only buffer");
         }
@@ -48,5 +48,43 @@ final class Buffers {
         op.staging = staging;
         op.copyBackTo = buffer;
         return staging;
+    }
+
+    /**
+     * A native copy of an active message's user header, which UCX reads until the send completes;
+     * freed with the operation. An empty header is {@code NULL}.
+     */
+    public static MemorySegment forHeader(Operation op, MemorySegment header) {
+        long length = header.byteSize();
+        if (length == 0) {
+            return MemorySegment.NULL;
+        }
+        MemorySegment staging = Libc.malloc(length);
+        MemorySegment.copy(header, 0, staging, 0, length);
+        op.headerStaging = staging;
+        return MemorySegment.ofAddress(staging.address());
+    }
+
+    /** Frees what {@link #forHeader} staged, for a send given up before it was submitted. */
+    public static void freeHeader(Operation op) {
+        if (op.headerStaging != null) {
+            Libc.free(op.headerStaging);
+            op.headerStaging = null;
+        }
+    }
+
+    /** Frees every staging block of a finished operation. */
+    static void freeAll(Operation op) {
+        if (op.staging != null) {
+            Libc.free(op.staging);
+            op.staging = null;
+        }
+        freeHeader(op);
+        if (op.extraStaging != null) {
+            for (MemorySegment block : op.extraStaging) {
+                Libc.free(block);
+            }
+            op.extraStaging = null;
+        }
     }
 }

@@ -1,4 +1,4 @@
-package org.ucx4j;
+package org.ucx4j.internal.worker;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -13,13 +13,13 @@ import org.ucx4j.internal.Libc;
  * each, {@code ucp/api/ucp.h}). The list itself lives in native memory owned by the operation, since UCX
  * reads it until the operation completes.
  */
-final class Iov {
+public final class Iov {
     static final int ENTRY_SIZE = 16;
 
     private Iov() {}
 
     /** Total bytes of the segments, with overflow checked. */
-    static long total(List<MemorySegment> segments) {
+    public static long total(List<MemorySegment> segments) {
         long total = 0;
         for (MemorySegment s : segments) {
             total = Math.addExact(total, s.byteSize());
@@ -32,7 +32,7 @@ final class Iov {
      *
      * @return the native {@code ucp_dt_iov_t} array (owned by {@code op})
      */
-    static MemorySegment forSend(Operation op, List<MemorySegment> segments) {
+    public static MemorySegment forSend(Operation op, List<MemorySegment> segments) {
         return build(op, segments, true);
     }
 
@@ -40,7 +40,7 @@ final class Iov {
      * The list for a receive: only native, writable segments (a heap part cannot be written in place,
      * and copying each part back is what a contiguous receive is for).
      */
-    static MemorySegment forReceive(Operation op, List<MemorySegment> segments) {
+    public static MemorySegment forReceive(Operation op, List<MemorySegment> segments) {
         for (MemorySegment s : segments) {
             if (!s.isNative()) {
                 throw new IllegalArgumentException("a scatter receive needs native segments; got a heap segment");

@@ -1,10 +1,10 @@
-package org.ucx4j;
+package org.ucx4j.internal.worker;
 
 /**
  * What an {@link Operation} is: the UCX call it names in errors, and the few facts about it the
  * bookkeeping branches on.
  */
-enum OperationKind {
+public enum OperationKind {
     TAG_SEND("ucp_tag_send_nbx"),
     TAG_SEND_IOV("ucp_tag_send_nbx (iov)"),
     STREAM_SEND("ucp_stream_send_nbx"),
@@ -22,15 +22,9 @@ enum OperationKind {
     STREAM_RECV("ucp_stream_recv_nbx", true, true),
     AM_RECV_DATA("ucp_am_recv_data_nbx", true, true);
 
-    /** The UCX call, as errors name it. */
-    final String call;
-    /**
-     * Completes only when the peer sends something: a graceful close cancels it, since no flush will
-     * ever complete it.
-     */
-    final boolean awaitsPeer;
-    /** When UCX completes it at once, the received length is in the call's length out-parameter. */
-    final boolean lengthOnImmediateCompletion;
+    private final String call;
+    private final boolean awaitsPeer;
+    private final boolean lengthOnImmediateCompletion;
 
     OperationKind(String call) {
         this(call, false, false);
@@ -40,5 +34,23 @@ enum OperationKind {
         this.call = call;
         this.awaitsPeer = awaitsPeer;
         this.lengthOnImmediateCompletion = lengthOnImmediateCompletion;
+    }
+
+    /** The UCX call, as errors name it. */
+    public String call() {
+        return call;
+    }
+
+    /**
+     * Whether it completes only when the peer sends something: a graceful close cancels it, since no
+     * flush will ever complete it.
+     */
+    public boolean awaitsPeer() {
+        return awaitsPeer;
+    }
+
+    /** Whether, when UCX completes it at once, the received length is in the call's length out-parameter. */
+    boolean lengthOnImmediateCompletion() {
+        return lengthOnImmediateCompletion;
     }
 }

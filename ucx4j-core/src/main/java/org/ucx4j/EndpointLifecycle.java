@@ -1,0 +1,238 @@
+package org.ucx4j;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.ucx4j.internal.Ucp;
+import org.ucx4j.internal.Upcalls;
+import org.ucx4j.internal.worker.NativeWorker;
+import org.ucx4j.internal.worker.Operation;
+import org.ucx4j.internal.worker.OperationKind;
+import org.ucx4j.internal.worker.OperationList;
+import org.ucx4j.internal.worker.OperationOwner;
+import org.ucx4j.internal.worker.OperationTable;
+import org.ucx4j.internal.worker.TimerQueue;
+
+/**
+ * One endpoint's state machine (open, failed, closing, closed) and the operations tied to it: it admits
+ * operations while open, fails them all when the peer breaks the endpoint (then runs the user's
+ * {@link EndpointErrorHandler} and closes by force), and runs the close ({@code ucp_ep_close_nbx}
+ * under the worker's close timeout).
+ *
+ * <p>Threading: {@link #ensureOpen()}, {@link #isOpen()}, {@link #failure()} and {@link #closeAsync}
+ * from any thread; the rest by the worker's lock holder.
+ */
+final class EndpointLifecycle implements OperationOwner {
+    private static final Logger LOG = LoggerFactory.getLogger(EndpointLifecycle.class);
+    private static final int CLOSE_FLAG_FORCE = 1;
+
+    private enum State { OPEN, FAILED, CLOSING, CLOSED }
+
+    private final UcxEndpoint endpoint;
+    private final NativeWorker rt;
+    private final EndpointErrorHandler errorHandler;
+    private final OperationList operations = new OperationList();
+    private volatile State state = State.OPEN;
+    private volatile UcxException failure;
+    private UcxFuture<Void> closeFuture;
+
+    EndpointLifecycle(UcxEndpoint endpoint, NativeWorker rt, EndpointErrorHandler errorHandler) {
+        this.endpoint = endpoint;
+        this.rt = rt;
+        this.errorHandler = errorHandler;
+    }
+
+    // ------------------------------------------------------------------ state
+
+    boolean isOpen() {
+        return state == State.OPEN;
+    }
+
+    Optional<UcxException> failure() {
+        return Optional.ofNullable(failure);
+    }
+
+    /** The failure, or null; no allocation (hot path). */
+    UcxException failureOrNull() {
+        return failure;
+    }
+
+    /** The failure while the endpoint is in the failed state (not yet closed by force), else null. */
+    UcxException failureIfFailed() {
+        return state == State.FAILED ? failure : null;
+    }
+
+    String stateName() {
+        return state.name();
+    }
+
+    /**
+     * Refuses new operations on a closed endpoint: an {@link IllegalStateException} when the caller closed
+     * it, the endpoint's failure (a {@link UcxException}, fresh for this caller) when the peer broke it,
+     * since the caller needs to know the peer is gone, not that someone called close.
+     */
+    void ensureOpen() {
+        UcxException failed = failure;
+        if (failed != null) {
+            throw UcxException.of(failed.call(), failed.rawStatus(),
+                    "endpoint to " + describePeer() + " failed earlier: " + failed.getMessage());
+        }
+        State s = state;
+        if (s == State.CLOSING || s == State.CLOSED) {
+            throw closed();
+        }
+        endpoint.worker().ensureOpen();
+    }
+
+    /** Lock held: throws the failure of a failed endpoint, or "closed" when it is not open. */
+    void checkOpenLocked() {
+        State s = state;
+        if (s == State.FAILED && failure != null) {
+            throw failure;
+        }
+        if (s != State.OPEN) {
+            throw closed();
+        }
+    }
+
+    private IllegalStateException closed() {
+        return new IllegalStateException("endpoint to " + describePeer() + " is closed");
+    }
+
+    // ------------------------------------------------------------------ OperationOwner
+
+    @Override
+    public boolean admit(Operation op) {
+        if (state == State.OPEN) {
+            return true;
+        }
+        Throwable why = failure != null ? failure : closed();
+        rt.operations.failUnsubmitted(op, why);
+        return false;
+    }
+
+    @Override
+    public OperationList operations() {
+        return operations;
+    }
+
+    @Override
+    public String describePeer() {
+        return endpoint.describePeer();
+    }
+
+    // ------------------------------------------------------------------ failure
+
+    /**
+     * Called with the lock held, from inside UCX's error callback, when this endpoint failed. Only the
+     * state changes here; aborting operations, the user's handler and the forced close run in the next
+     * round, outside the callback, because UCX is still tearing the endpoint down.
+     */
+    void failed(int status) {
+        if (state == State.CLOSED) {
+            return;
+        }
+        UcxException error = UcxException.of("endpoint", status, "peer " + describePeer());
+        boolean closing = state == State.CLOSING;
+        if (failure == null && !closing) {
+            // Only a failure of an open endpoint is the peer's doing; during our own close it is expected.
+            failure = error;
+        }
+        if (!closing) {
+            state = State.FAILED;
+        }
+        rt.engine.later(() -> afterFailure(error, closing));
+    }
+
+    private void afterFailure(UcxException error, boolean closing) {
+        endpoint.simpleChannel().failWaiters(error);
+        OperationTable table = rt.operations;
+        for (Operation op : operations.snapshot()) {
+            table.abort(op, error);
+        }
+        if (errorHandler != null && !closing) {
+            try {
+                errorHandler.onError(endpoint, error);
+            } catch (Throwable t) {
+                LOG.error("endpoint error handler failed for {}", describePeer(), t);
+            }
+        } else {
+            LOG.debug("endpoint to {} failed: {}", describePeer(), error.getMessage());
+        }
+        if (!closing) {
+            startClose(CloseMode.FORCE, new UcxFuture<>());
+        }
+    }
+
+    // ------------------------------------------------------------------ close
+
+    UcxFuture<Void> closeAsync(CloseMode mode) {
+        UcxFuture<Void> f = new UcxFuture<>();
+        rt.engine.execute(() -> startClose(mode, f));
+        return f;
+    }
+
+    /** Starts a close, or ties {@code f} to the close already under way; lock held. */
+    void startClose(CloseMode requested, UcxFuture<Void> f) {
+        if (rt.inUpcall()) {
+            rt.engine.later(() -> startClose(requested, f));
+            return;
+        }
+        if (closeFuture != null) {
+            closeFuture.whenComplete((v, e) -> {
+                if (e != null) {
+                    f.completeExceptionally(e);
+                } else {
+                    f.complete(null);
+                }
+            });
+            return;
+        }
+        closeFuture = f;
+        CloseMode mode = state == State.FAILED ? CloseMode.FORCE : requested;
+        state = State.CLOSING;
+        UcxCanceledException closed = new UcxCanceledException("endpoint close", "endpoint to " + describePeer() + " closed");
+        endpoint.simpleChannel().failWaiters(closed);
+        OperationTable table = rt.operations;
+        for (Operation op : operations.snapshot()) {
+            if (mode == CloseMode.FORCE || op.kind().awaitsPeer()) {
+                table.abort(op, closed);
+            }
+        }
+        endpoint.rma().closeAll();
+        // UCX's close completes 'released'; the bookkeeping runs first, then 'f', so whoever waits on
+        // the close sees the endpoint already gone from the worker.
+        UcxFuture<Void> released = new UcxFuture<>();
+        Operation op = released.track(rt, OperationKind.ENDPOINT_CLOSE, null, 0);
+        MemorySegment p = table.param(op, Upcalls.SEND, OperationTable.OP_ATTR_FIELD_FLAGS,
+                mode == CloseMode.FORCE ? CLOSE_FLAG_FORCE : 0);
+        MemorySegment r;
+        try {
+            r = (MemorySegment) Ucp.ep_close_nbx.invokeExact(endpoint.handle, p);
+        } catch (Throwable t) {
+            table.failUnsubmitted(op, t);
+            r = null;
+        }
+        java.time.Duration closeTimeout = endpoint.worker().options().closeTimeout();
+        TimerQueue.Timer guard = rt.timers.schedule(closeTimeout.toNanos(), () -> {
+            if (!f.isDone()) {
+                f.completeExceptionally(new UcxTimeoutException("ucp_ep_close_nbx", UcxStatus.TIMED_OUT.code(),
+                        "endpoint to " + describePeer() + " did not close within " + closeTimeout));
+            }
+        });
+        released.whenComplete((v, e) -> {
+            guard.cancel();
+            state = State.CLOSED;
+            endpoint.worker().endpointClosed(endpoint);
+            if (e != null) {
+                f.completeExceptionally(e);
+            } else {
+                f.complete(null);
+            }
+        });
+        if (r != null) {
+            table.started(op, r, null);
+        }
+    }
+}

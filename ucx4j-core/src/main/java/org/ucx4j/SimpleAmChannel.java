@@ -1,0 +1,73 @@
+package org.ucx4j;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+
+/**
+ * One endpoint's simple active-message channel ({@link UcxEndpoint#amSendAsync(MemorySegment)} and
+ * {@link UcxEndpoint#amRecvAsync()}, like UCXX's {@code am_send}/{@code am_recv}): messages that arrived
+ * before anyone asked, and receivers waiting for one, matched in order.
+ *
+ * <p>Threading: the queues are touched by the worker's lock holder only.
+ */
+final class SimpleAmChannel {
+    private final UcxEndpoint endpoint;
+    private final ArrayDeque<AmMessage> arrived = new ArrayDeque<>();
+    private final ArrayDeque<UcxFuture<MemorySegment>> waiting = new ArrayDeque<>();
+
+    SimpleAmChannel(UcxEndpoint endpoint) {
+        this.endpoint = endpoint;
+    }
+
+    UcxFuture<Void> send(MemorySegment body) {
+        return endpoint.startAmSend(ActiveMessages.SIMPLE_ID, MemorySegment.NULL, body, null, AmSendMode.AUTO);
+    }
+
+    UcxFuture<MemorySegment> receive() {
+        EndpointLifecycle lifecycle = endpoint.lifecycle();
+        lifecycle.ensureOpen();
+        UcxFuture<MemorySegment> f = new UcxFuture<>();
+        endpoint.runtime().engine.execute(() -> {
+            UcxException failed = lifecycle.failureIfFailed();
+            if (failed != null) {
+                f.completeExceptionally(failed);
+                return;
+            }
+            AmMessage next = arrived.poll();
+            if (next != null) {
+                chain(next.data(), f);
+            } else {
+                waiting.add(f);
+            }
+        });
+        return f;
+    }
+
+    /** Lock held: a message from our peer arrived. */
+    void deliver(AmMessage message) {
+        UcxFuture<MemorySegment> w = waiting.poll();
+        if (w != null) {
+            chain(message.data(), w);
+        } else {
+            arrived.add(message);
+        }
+    }
+
+    /** Lock held: fails every waiting receive. */
+    void failWaiters(UcxException why) {
+        UcxFuture<MemorySegment> w;
+        while ((w = waiting.poll()) != null) {
+            w.completeExceptionally(why);
+        }
+    }
+
+    private static void chain(UcxFuture<MemorySegment> from, UcxFuture<MemorySegment> to) {
+        from.whenComplete((v, e) -> {
+            if (e != null) {
+                to.completeExceptionally(e);
+            } else {
+                to.complete(v);
+            }
+        });
+    }
+}

@@ -1,0 +1,175 @@
+package org.ucx4j.internal.worker;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import org.ucx4j.ProgressMode;
+import org.ucx4j.UcxException;
+import org.ucx4j.UcxStatus;
+import org.ucx4j.WorkerOptions;
+import org.ucx4j.internal.NativeCalls;
+import org.ucx4j.internal.Structs;
+import org.ucx4j.internal.Ucp;
+import org.ucx4j.internal.Upcalls;
+
+/**
+ * A UCX worker ({@code ucp_worker_h}) and the parts that run it: its {@link ProgressEngine} (lock,
+ * queue, progress thread, waits), its {@link OperationTable} (in-flight operations), its
+ * {@link TimerQueue}, and the {@link UpcallDispatcher} registered with {@link Upcalls}. The public
+ * {@code UcxWorker}, {@code UcxEndpoint} and friends are facades over this.
+ *
+ * <p>Ownership: owns the native worker and the scratch memory; {@link #destroy()} frees both, once.
+ *
+ * <p>Threading: see {@link ProgressEngine}. The scratch structs are for the lock holder only.
+ */
+public final class NativeWorker {
+    private final Arena arena = Arena.ofShared();
+    /** The {@code ucp_worker_h}. */
+    public final MemorySegment handle;
+    /** The id in the upper half of this worker's UCX user data. */
+    public final int id;
+    /** Drives progress; the lock every UCX call on this worker is made under. */
+    public final ProgressEngine engine;
+    /** The in-flight operations. */
+    public final OperationTable operations;
+    /** Connect and close timeouts. */
+    public final TimerQueue timers = new TimerQueue();
+    private final UpcallDispatcher upcalls;
+    /** Scratch {@code ucp_tag_recv_info_t}. Lock holder only. */
+    public final MemorySegment tagInfo;
+    /** Scratch length out-parameter. Lock holder only. */
+    public final MemorySegment lengthOut;
+    /** Scratch {@code sockaddr_storage}. Lock holder only. */
+    public final MemorySegment sockaddr;
+
+    /**
+     * Creates the UCX worker (serialized thread mode), registers its upcalls and starts its progress
+     * thread (unless {@link ProgressMode#CALLER}). Frees what it made if it fails half-way.
+     *
+     * @param contextHandle the {@code ucp_context_h}
+     * @param options the worker's options; {@code name()} names the thread
+     * @param events where endpoint, listener and active-message upcalls go
+     * @throws UcxException when UCX refuses (naming the call)
+     */
+    public NativeWorker(MemorySegment contextHandle, WorkerOptions options, WorkerEvents events) {
+        MemorySegment param = arena.allocate(Structs.UCP_REQUEST_PARAM);
+        this.tagInfo = arena.allocate(Structs.UCP_TAG_RECV_INFO);
+        this.lengthOut = arena.allocate(JAVA_LONG);
+        this.sockaddr = arena.allocate(Structs.SOCKADDR_STORAGE_SIZE, 8);
+        MemorySegment pointerOut = arena.allocate(ADDRESS);
+        MemorySegment params = arena.allocate(Structs.UCP_WORKER_PARAMS);
+        // UCP_WORKER_PARAM_FIELD_THREAD_MODE: SERIALIZED, since whichever thread holds the lock calls UCX.
+        params.set(JAVA_LONG, Structs.offset(Structs.UCP_WORKER_PARAMS, "field_mask"), 1L);
+        params.set(JAVA_INT, Structs.offset(Structs.UCP_WORKER_PARAMS, "thread_mode"), 1);
+        int status = NativeCalls.callInt(() -> (byte) Ucp.worker_create.invokeExact(contextHandle, params, pointerOut));
+        if (status != UcxStatus.OK.code()) {
+            arena.close();
+            throw UcxException.of("ucp_worker_create", status, "worker '" + options.name() + "'");
+        }
+        this.handle = pointerOut.get(ADDRESS, 0);
+        MemorySegment fdOut = arena.allocate(JAVA_INT);
+        status = NativeCalls.callInt(() -> (byte) Ucp.worker_get_efd.invokeExact(handle, fdOut));
+        if (status != UcxStatus.OK.code()) {
+            NativeCalls.invoke(() -> { Ucp.worker_destroy.invokeExact(handle); });
+            arena.close();
+            throw UcxException.of("ucp_worker_get_efd", status, "the context needs Feature.WAKEUP");
+        }
+        this.engine = new ProgressEngine(handle, fdOut.get(JAVA_INT, 0), options.progressMode(),
+                options.spin().toNanos(), timers, arena);
+        // The table needs the id (it is in every user-data word), the id needs the dispatcher: the
+        // dispatcher gets the table before anything can call back (nothing has been posted yet).
+        this.upcalls = new UpcallDispatcher(events, options.name());
+        this.id = Upcalls.register(upcalls);
+        this.operations = new OperationTable(handle, id, param);
+        upcalls.attach(operations);
+        engine.start(options.name() + "-progress");
+    }
+
+    /**
+     * Whether the current thread is inside a UCX callback. UCX is then in the middle of its own work on
+     * the objects involved (for an error callback: tearing down the failed endpoint), so calls that
+     * destroy objects must wait for the next round ({@link ProgressEngine#later}); UCX 1.13 aborts
+     * otherwise.
+     */
+    public boolean inUpcall() {
+        return engine.inCallbackContext() && upcalls.inUpcall();
+    }
+
+    /** A {@code *_nbx} call, given the filled request parameters; returns UCX's status pointer. */
+    @FunctionalInterface
+    public interface NbxCall {
+        /** Makes the call. @return UCX's status pointer @throws Throwable what {@code invokeExact} declares */
+        MemorySegment call(MemorySegment param) throws Throwable;
+    }
+
+    /**
+     * Runs an operation's submission with the lock held; if it throws, the operation fails with that
+     * exception instead of being lost.
+     */
+    public void submit(Operation op, Runnable task) {
+        engine.execute(() -> {
+            try {
+                task.run();
+            } catch (Throwable t) {
+                if (!op.future.isDone()) {
+                    operations.failUnsubmitted(op, t);
+                }
+            }
+        });
+    }
+
+    /**
+     * Submits one operation: with the lock held, checks its endpoint (if any) admits it, fills the
+     * request parameters (contiguous or scatter-gather), calls UCX and tracks what it returned. Any
+     * failure on the way fails the operation instead of losing it.
+     *
+     * @param iov whether the buffer is a scatter-gather list
+     * @param callback the upcall stub
+     * @param attrs more {@code op_attr_mask} bits
+     * @param flags the call's flags
+     * @param call the {@code *_nbx} call
+     */
+    public void startOp(Operation op, boolean iov, MemorySegment callback, int attrs, int flags, NbxCall call) {
+        submit(op, () -> {
+            if (op.owner != null && !op.owner.admit(op)) {
+                return;
+            }
+            MemorySegment p = iov ? operations.iovParam(op, callback, attrs, flags)
+                    : operations.param(op, callback, attrs, flags);
+            MemorySegment r;
+            try {
+                r = call.call(p);
+            } catch (Throwable t) {
+                operations.failUnsubmitted(op, t);
+                return;
+            }
+            boolean lengthNow = op.kind.lengthOnImmediateCompletion() && r.address() == 0;
+            operations.started(op, r, lengthNow ? (Object) lengthOut.get(JAVA_LONG, 0) : null);
+        });
+    }
+
+    /** Cancels an operation on the caller's behalf. Any thread. */
+    void cancel(Operation op) {
+        engine.execute(() -> operations.cancel(op));
+    }
+
+    /**
+     * Stops the progress thread, fails whatever is still pending, destroys the UCX worker and frees the
+     * scratch memory. Call once, after the owner has closed what it could.
+     */
+    public void destroy() {
+        engine.stop();
+        try {
+            engine.runLockedAfterDrain(() -> {
+                operations.failAllForDestroy();
+                NativeCalls.invoke(() -> { Ucp.worker_destroy.invokeExact(handle); });
+                Upcalls.unregister(id);
+            });
+        } finally {
+            arena.close();
+        }
+    }
+}

@@ -1,0 +1,77 @@
+package org.ucx4j.internal.worker;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.ucx4j.UcxException;
+
+/**
+ * One in-flight UCX operation. Lives in its worker's {@link OperationTable} from submission until UCX's
+ * callback (or an immediate completion).
+ *
+ * <p>Threading: created on any thread, then touched only while holding the worker's progress lock.
+ *
+ * <p>Ownership: the native staging blocks it holds (copies of heap memory, an active message's header,
+ * a scatter-gather list) belong to it and are freed when it completes.
+ */
+public final class Operation {
+    private final NativeWorker worker;
+    final OperationKind kind;
+    final CompletableFuture<Object> future;
+    /** The endpoint it runs on, or null for worker-wide operations. */
+    final OperationOwner owner;
+    final long length;
+    int id = -1;
+    MemorySegment request = MemorySegment.NULL;
+    /** Set when the operation fails for an outside reason (endpoint failure, close) before UCX says so. */
+    UcxException overrideFailure;
+    boolean cancelRequested;
+    /** A native copy of a heap buffer, freed at completion. */
+    MemorySegment staging;
+    /** A native copy of an active message's user header (UCX reads it until completion), freed at completion. */
+    MemorySegment headerStaging;
+    /** More native blocks freed at completion: a scatter-gather list and its staged heap parts. */
+    List<MemorySegment> extraStaging;
+    /** Where to copy received bytes back to (heap receives), or null. */
+    MemorySegment copyBackTo;
+    Operation ownerPrev;
+    Operation ownerNext;
+
+    /**
+     * Creates an operation; nothing is submitted yet.
+     *
+     * @param worker the worker it runs on
+     * @param kind what it is
+     * @param owner the endpoint it runs on, or null for a worker-wide operation
+     * @param length the bytes it moves, for error messages
+     * @param future completed with its result (by ucx4j only)
+     */
+    @SuppressWarnings("unchecked")
+    public Operation(NativeWorker worker, OperationKind kind, OperationOwner owner, long length,
+                     CompletableFuture<?> future) {
+        this.worker = worker;
+        this.kind = kind;
+        this.owner = owner;
+        this.length = length;
+        this.future = (CompletableFuture<Object>) future;
+    }
+
+    /** What it is. */
+    public OperationKind kind() {
+        return kind;
+    }
+
+    /** Cancels it (asynchronously; its future completes as canceled unless it completes first). Any thread. */
+    public void cancel() {
+        worker.cancel(this);
+    }
+
+    String describe() {
+        StringBuilder sb = new StringBuilder();
+        sb.append(length).append(" bytes");
+        if (owner != null) {
+            sb.append(", endpoint ").append(owner.describePeer());
+        }
+        return sb.toString();
+    }
+}

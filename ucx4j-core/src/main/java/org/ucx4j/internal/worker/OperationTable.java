@@ -1,0 +1,251 @@
+package org.ucx4j.internal.worker;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.ucx4j.TagInfo;
+import org.ucx4j.UcxCanceledException;
+import org.ucx4j.UcxException;
+import org.ucx4j.UcxStatus;
+import org.ucx4j.internal.IdTable;
+import org.ucx4j.internal.NativeCalls;
+import org.ucx4j.internal.Structs;
+import org.ucx4j.internal.Ucp;
+import org.ucx4j.internal.Upcalls;
+
+/**
+ * A worker's in-flight operations: registration under the id that UCX's user data carries, the request
+ * parameters of each submission, and completion (request freed, heap receives copied back, staging
+ * freed, future completed), whether UCX completes an operation at once, through a callback, or the
+ * worker fails it for an outside reason.
+ *
+ * <p>Threading: lock holder only (the worker's progress lock), except {@link #size()} readers that
+ * accept a stale value.
+ */
+public final class OperationTable {
+    private static final Logger LOG = LoggerFactory.getLogger(OperationTable.class);
+
+    // ucp_request_param_t fields and flags.
+    static final int OP_ATTR_FIELD_CALLBACK = 1 << 1;
+    static final int OP_ATTR_FIELD_USER_DATA = 1 << 2;
+    static final int OP_ATTR_FIELD_DATATYPE = 1 << 3;
+    /** {@code UCP_OP_ATTR_FIELD_FLAGS}: the call's flags are set. */
+    public static final int OP_ATTR_FIELD_FLAGS = 1 << 4;
+    static final int OP_ATTR_FIELD_RECV_INFO = 1 << 7;
+    /** {@code UCP_OP_ATTR_FLAG_NO_IMM_CMPL}: always complete through the callback. */
+    public static final int OP_ATTR_FLAG_NO_IMM_CMPL = 1 << 16;
+    private static final long P_OP_ATTR = Structs.offset(Structs.UCP_REQUEST_PARAM, "op_attr_mask");
+    private static final long P_FLAGS = Structs.offset(Structs.UCP_REQUEST_PARAM, "flags");
+    private static final long P_CB = Structs.offset(Structs.UCP_REQUEST_PARAM, "cb");
+    private static final long P_USER_DATA = Structs.offset(Structs.UCP_REQUEST_PARAM, "user_data");
+    private static final long P_DATATYPE = Structs.offset(Structs.UCP_REQUEST_PARAM, "datatype");
+    /** {@code ucp_dt_make_iov()}. */
+    static final long DATATYPE_IOV = 2;
+
+    private final MemorySegment workerHandle;
+    private final int workerId;
+    /** Scratch {@code ucp_request_param_t}, filled for one submission at a time. */
+    private final MemorySegment param;
+    private final IdTable<Operation> ops = new IdTable<>(64);
+    /** Set while the worker is being destroyed: late callbacks must not free requests again. */
+    private boolean destroying;
+
+    OperationTable(MemorySegment workerHandle, int workerId, MemorySegment param) {
+        this.workerHandle = workerHandle;
+        this.workerId = workerId;
+        this.param = param;
+    }
+
+    /** Registers an operation and returns its user-data word. */
+    MemorySegment register(Operation op) {
+        int slot = ops.add(op);
+        op.id = slot;
+        if (op.owner != null) {
+            op.owner.operations().link(op);
+        }
+        return Upcalls.userData(workerId, slot);
+    }
+
+    /**
+     * Registers {@code op} and fills the scratch request parameters for a callback-driven request.
+     *
+     * @param callback the upcall stub ({@link Upcalls})
+     * @param extraAttrs more {@code op_attr_mask} bits
+     * @param flags the call's flags
+     * @return the parameters to pass to the {@code *_nbx} call
+     */
+    public MemorySegment param(Operation op, MemorySegment callback, int extraAttrs, int flags) {
+        MemorySegment userData = register(op);
+        MemorySegment p = param;
+        p.set(JAVA_INT, P_OP_ATTR, OP_ATTR_FIELD_CALLBACK | OP_ATTR_FIELD_USER_DATA | extraAttrs);
+        p.set(JAVA_INT, P_FLAGS, flags);
+        p.set(ADDRESS, P_CB, callback);
+        p.set(ADDRESS, P_USER_DATA, userData);
+        return p;
+    }
+
+    /** Like {@link #param} for a scatter-gather request (datatype iov). */
+    MemorySegment iovParam(Operation op, MemorySegment callback, int extraAttrs, int flags) {
+        MemorySegment p = param(op, callback, OP_ATTR_FIELD_DATATYPE | extraAttrs, flags);
+        p.set(JAVA_LONG, P_DATATYPE, DATATYPE_IOV);
+        return p;
+    }
+
+    /**
+     * Handles what an {@code *_nbx} call returned: NULL (done now), an error code, or a request.
+     *
+     * @param immediateValue the result when UCX completed the operation at once
+     */
+    public void started(Operation op, MemorySegment statusPtr, Object immediateValue) {
+        long raw = statusPtr.address();
+        if (raw == 0) {
+            finish(op, UcxStatus.OK.code(), immediateValue);
+        } else if (Long.compareUnsigned(raw, -100L) >= 0) {
+            finish(op, (int) raw, null);
+        } else {
+            op.request = statusPtr;
+            if (op.cancelRequested || op.overrideFailure != null) {
+                cancelRequest(op);
+            }
+        }
+    }
+
+    /** Fails an operation that could not even be submitted (registered or not). */
+    public void failUnsubmitted(Operation op, Throwable t) {
+        if (op.id >= 0) {
+            release(op);
+        }
+        Buffers.freeAll(op);
+        op.future.completeExceptionally(t);
+    }
+
+    /** The caller asked to cancel {@code op}. */
+    void cancel(Operation op) {
+        if (op.future.isDone()) {
+            return;
+        }
+        op.cancelRequested = true;
+        if (!op.request.equals(MemorySegment.NULL)) {
+            cancelRequest(op);
+        }
+    }
+
+    /** Cancels or fails an operation for an outside reason (endpoint failure, close). */
+    public void abort(Operation op, UcxException reason) {
+        if (op.overrideFailure == null) {
+            op.overrideFailure = reason;
+        }
+        if (!op.request.equals(MemorySegment.NULL)) {
+            cancelRequest(op);
+        }
+    }
+
+    private void cancelRequest(Operation op) {
+        MemorySegment req = op.request;
+        NativeCalls.invoke(() -> { Ucp.request_cancel.invokeExact(workerHandle, req); });
+    }
+
+    /** Completes an operation: bookkeeping first, then the future. */
+    void finish(Operation op, int status, Object value) {
+        freeRequest(op);
+        release(op);
+        boolean ok = status == UcxStatus.OK.code();
+        if (ok && op.copyBackTo != null && op.staging != null) {
+            copyBack(op, value);
+        }
+        Buffers.freeAll(op);
+        if (ok) {
+            op.future.complete(value);
+        } else if (op.overrideFailure != null) {
+            op.future.completeExceptionally(op.overrideFailure);
+        } else if (status == UcxStatus.MESSAGE_TRUNCATED.code()) {
+            op.future.completeExceptionally(new UcxException(op.kind.call(), status,
+                    "the incoming message is larger than the " + op.length + "-byte receive buffer"));
+        } else if (status == UcxStatus.CANCELED.code() && op.cancelRequested) {
+            op.future.completeExceptionally(new UcxCanceledException(op.kind.call(), status, "canceled by the caller"));
+        } else {
+            op.future.completeExceptionally(UcxException.of(op.kind.call(), status, op.describe()));
+        }
+    }
+
+    /** A receive into heap memory: copies what arrived from the staging copy. */
+    private static void copyBack(Operation op, Object value) {
+        long received;
+        if (value instanceof TagInfo info) {
+            received = info.length();
+        } else if (value instanceof Long len) {
+            received = len;
+        } else if (op.kind == OperationKind.GET) {
+            received = op.copyBackTo.byteSize(); // RMA get: UCX filled the whole staging buffer.
+        } else {
+            return;
+        }
+        MemorySegment.copy(op.staging, 0, op.copyBackTo, 0, Math.min(received, op.copyBackTo.byteSize()));
+    }
+
+    private static void freeRequest(Operation op) {
+        if (!op.request.equals(MemorySegment.NULL)) {
+            MemorySegment req = op.request;
+            op.request = MemorySegment.NULL;
+            NativeCalls.invoke(() -> { Ucp.request_free.invokeExact(req); });
+        }
+    }
+
+    private void release(Operation op) {
+        if (op.id >= 0) {
+            ops.remove(op.id, op);
+        }
+        if (op.owner != null) {
+            op.owner.operations().unlink(op);
+        }
+    }
+
+    /** The number of operations in flight. */
+    public int size() {
+        return ops.size();
+    }
+
+    /** A snapshot of every in-flight operation. */
+    public List<Operation> pending() {
+        return ops.all();
+    }
+
+    /**
+     * Completes the operation that UCX's callback names, or hands back a request whose operation is
+     * gone (freed, unless the worker is being destroyed).
+     */
+    void complete(int opId, MemorySegment request, int status, Object value) {
+        Operation op = ops.get(opId);
+        if (op != null) {
+            op.request = request;
+            finish(op, status, value);
+            return;
+        }
+        if (!destroying) {
+            LOG.warn("UCX completion for unknown operation {} on worker {}", opId, workerId);
+            NativeCalls.invoke(() -> { Ucp.request_free.invokeExact(request); });
+        }
+    }
+
+    /**
+     * Before the worker is destroyed: hands every outstanding request back to UCX and fails every
+     * operation. Destroying a worker (or an endpoint) whose requests the user still holds trips an
+     * assertion in UCX 1.13; UCX may still call back for them while it destroys the worker, and
+     * {@link #destroying} stops those callbacks from freeing again.
+     */
+    void failAllForDestroy() {
+        destroying = true;
+        for (Operation op : pending()) {
+            freeRequest(op);
+            release(op);
+            Buffers.freeAll(op);
+            op.future.completeExceptionally(op.overrideFailure != null ? op.overrideFailure
+                    : new UcxCanceledException(op.kind.call(), UcxStatus.CANCELED.code(), "worker closed"));
+        }
+    }
+}

@@ -1,0 +1,438 @@
+package org.ucx4j.internal.worker;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.ucx4j.ProgressMode;
+import org.ucx4j.UcxCanceledException;
+import org.ucx4j.UcxStatus;
+import org.ucx4j.UcxTimeoutException;
+import org.ucx4j.internal.Extensions;
+import org.ucx4j.internal.Libc;
+import org.ucx4j.internal.NativeCalls;
+import org.ucx4j.internal.Ucp;
+
+/**
+ * Drives one UCX worker: the progress lock, the submission queue, the progress thread (or the caller,
+ * in {@link ProgressMode#CALLER} mode), sleeping on the worker's event fd, the adaptive spin, and
+ * blocking waits.
+ *
+ * <p>Why a lock and a queue: UCX is never called concurrently on one worker (it is created
+ * {@code UCS_THREAD_MODE_SERIALIZED}). Whoever holds the lock may call UCX. A thread that submits an
+ * operation takes the lock if it is free and calls UCX itself (no hand-off, no wake-up); otherwise it
+ * queues the task and, if the progress thread sleeps, signals it with {@code ucp_worker_signal}. Tasks
+ * queued earlier always run before a caller's inline task (and before the lock holder's own, see
+ * {@link #execute}), so operations reach UCX in the order they were submitted. UCX callbacks only run
+ * inside UCX calls, so they always run on the lock holder: that is how "inside a callback" is detected
+ * and blocking calls there are refused.
+ *
+ * <p>Threading: every method is safe from any thread unless it says "lock holder".
+ */
+public final class ProgressEngine {
+    private static final Logger LOG = LoggerFactory.getLogger(ProgressEngine.class);
+
+    private static final int MAX_PROGRESS_PER_ROUND = 64;
+    /**
+     * The longest a sleeping progress thread waits without an event. UCX should wake it for every
+     * event, but a forced round every so often (UCXX does one a second) turns any missed wake-up into
+     * a short stall instead of a hang; twenty wake-ups a second cost an idle worker next to nothing.
+     */
+    private static final int MAX_SLEEP_MS = 50;
+
+    private final MemorySegment handle;
+    private final int eventFd;
+    private final ProgressMode mode;
+    private final TimerQueue timers;
+    private final AdaptiveSpin spin;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final ConcurrentLinkedQueue<Runnable> queue = new ConcurrentLinkedQueue<>();
+    /** The progress thread's poll scratch; only the progress thread uses it. */
+    private final MemorySegment pollfd;
+    private volatile boolean armed;
+    private volatile boolean running = true;
+    private Thread thread;
+
+    ProgressEngine(MemorySegment handle, int eventFd, ProgressMode mode, long spinNanos, TimerQueue timers,
+                   Arena arena) {
+        this.handle = handle;
+        this.eventFd = eventFd;
+        this.mode = mode;
+        this.timers = timers;
+        this.spin = new AdaptiveSpin(spinNanos);
+        this.pollfd = arena.allocate(8, 8);
+    }
+
+    /** Starts the progress thread, unless the caller drives progress. */
+    void start(String threadName) {
+        if (mode != ProgressMode.CALLER) {
+            thread = Thread.ofPlatform().daemon(true).name(threadName).unstarted(this::loop);
+            thread.start();
+        }
+    }
+
+    // ---------------------------------------------------------------- submission
+
+    /** Whether the current thread holds the progress lock: it is inside a callback or a submission. */
+    public boolean inCallbackContext() {
+        return lock.isHeldByCurrentThread();
+    }
+
+    /** Runs {@code body} with the lock held, on the calling thread (used before the worker is shared). */
+    public void runLocked(Runnable body) {
+        lock.lock();
+        try {
+            body.run();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Runs {@code task} with the lock held: inline when possible, else on the progress thread. Tasks
+     * reach UCX in the order they were submitted, whichever threads submitted them: the lock holder
+     * (inside a callback, say) runs its task inline only when nothing is queued; otherwise the task
+     * queues behind what other threads submitted earlier and runs in the next round. (Without this, a
+     * receive a callback posts could overtake one another thread queued just before, and take its
+     * message: tag matching follows the order receives are posted.)
+     */
+    public void execute(Runnable task) {
+        if (lock.isHeldByCurrentThread()) {
+            if (queue.isEmpty()) {
+                task.run();
+            } else {
+                queue.offer(task);
+            }
+            return;
+        }
+        if (lock.tryLock()) {
+            try {
+                drainQueue();
+                task.run();
+            } finally {
+                lock.unlock();
+            }
+            wakeIfArmed();
+            return;
+        }
+        queue.offer(task);
+        wakeIfArmed();
+    }
+
+    /** Queues {@code task} for the next round, even when the caller holds the lock. */
+    public void later(Runnable task) {
+        queue.offer(task);
+        wakeIfArmed();
+    }
+
+    private void wakeIfArmed() {
+        if (armed) {
+            armed = false;
+            signal();
+        }
+    }
+
+    private void signal() {
+        NativeCalls.callInt(() -> (byte) Ucp.worker_signal.invokeExact(handle));
+    }
+
+    private int drainQueue() {
+        int n = 0;
+        Runnable task;
+        while ((task = queue.poll()) != null) {
+            n++;
+            try {
+                task.run();
+            } catch (Throwable t) {
+                LOG.error("ucx4j worker task failed", t);
+            }
+        }
+        return n;
+    }
+
+    // ---------------------------------------------------------------- progress
+
+    /** One round with the lock held: queued tasks, due timers, UCX progress. */
+    private int round() {
+        int n = drainQueue();
+        n += timers.runDue();
+        for (int i = 0; i < MAX_PROGRESS_PER_ROUND; i++) {
+            int c = NativeCalls.callInt(() -> (int) Ucp.worker_progress.invokeExact(handle));
+            if (c == 0) {
+                break;
+            }
+            n += c;
+        }
+        return n;
+    }
+
+    /** One round of caller-driven progress; returns how much happened. */
+    public int progressOnce() {
+        lock.lock();
+        try {
+            return round();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void loop() {
+        Extensions.onProgressThreadStart();
+        long idleSince = 0;
+        while (running) {
+            int n;
+            lock.lock();
+            try {
+                n = round();
+            } catch (Throwable t) {
+                LOG.error("ucx4j progress failed", t);
+                n = 0;
+            } finally {
+                lock.unlock();
+            }
+            if (n > 0 || mode == ProgressMode.THREAD_POLLING) {
+                if (idleSince != 0) {
+                    spin.caught();
+                }
+                idleSince = 0;
+                if (n == 0) {
+                    AdaptiveSpin.pause();
+                }
+                continue;
+            }
+            long now = System.nanoTime();
+            if (idleSince == 0) {
+                idleSince = now;
+            }
+            if (now - idleSince < spin.budgetNanos()) {
+                AdaptiveSpin.pause();
+                continue;
+            }
+            idleSince = 0;
+            spin.missed();
+            sleepUntilEvent();
+        }
+    }
+
+    /**
+     * With the lock held: progresses to zero and arms the worker, in one hold of the lock, because an
+     * operation posted inline by another thread since the last round may need progress that no fd event
+     * will ever announce.
+     *
+     * @return true when nothing is pending and the worker is armed (its event fd may be waited on);
+     *     false when there was work or UCX reported pending events (BUSY): progress again
+     */
+    private boolean idleAndArmed() {
+        if (round() > 0 || !queue.isEmpty()) {
+            return false;
+        }
+        return NativeCalls.callInt(() -> (byte) Ucp.worker_arm.invokeExact(handle)) == UcxStatus.OK.code();
+    }
+
+    /** Arms the worker and sleeps on its event fd; returns early when anything arrives or is submitted. */
+    private void sleepUntilEvent() {
+        int timeoutMs;
+        lock.lock();
+        try {
+            if (!idleAndArmed()) {
+                return;
+            }
+            armed = true;
+            timeoutMs = timers.millisUntilNext(MAX_SLEEP_MS);
+        } finally {
+            lock.unlock();
+        }
+        // Dekker with submitters: they offer then read armed; we wrote armed then read the queue.
+        if (!queue.isEmpty() || !running) {
+            armed = false;
+            return;
+        }
+        Libc.pollIn(pollfd, eventFd, timeoutMs);
+        armed = false;
+    }
+
+    /** Blocking wait used by caller-driven workers: progress until done, sleeping on the fd when idle. */
+    private void progressUntil(CompletableFuture<?> f, long deadlineNanos) {
+        long idleSince = 0;
+        while (!f.isDone() && System.nanoTime() < deadlineNanos && !Thread.currentThread().isInterrupted()) {
+            if (progressOnce() > 0) {
+                idleSince = 0;
+                continue;
+            }
+            long now = System.nanoTime();
+            if (idleSince == 0) {
+                idleSince = now;
+            }
+            if (now - idleSince < spin.configuredNanos()) {
+                AdaptiveSpin.pause();
+                continue;
+            }
+            lock.lock();
+            boolean canSleep;
+            try {
+                canSleep = idleAndArmed();
+            } finally {
+                lock.unlock();
+            }
+            if (canSleep && !f.isDone()) {
+                try (Arena a = Arena.ofConfined()) {
+                    Libc.pollIn(a.allocate(8, 8), eventFd, 1);
+                }
+            }
+            idleSince = 0;
+        }
+    }
+
+    /**
+     * A waiting thread of a threaded worker helps: for up to the spin time it progresses the worker
+     * itself whenever the lock is free, so a reply that arrives quickly completes on the waiting thread
+     * without two thread hand-offs. Then it wakes the progress thread (it may have slept through work
+     * this thread started) and leaves the rest to it.
+     */
+    private void assist(CompletableFuture<?> f) {
+        long until = System.nanoTime() + spin.budgetNanos();
+        boolean progressed = false;
+        while (!f.isDone() && System.nanoTime() < until) {
+            if (lock.tryLock()) {
+                try {
+                    if (!running || f.isDone()) {
+                        break;
+                    }
+                    round();
+                    progressed = true;
+                } finally {
+                    lock.unlock();
+                }
+            }
+            AdaptiveSpin.pause();
+        }
+        if (f.isDone()) {
+            spin.caught();
+        } else {
+            spin.missed();
+        }
+        if (progressed) {
+            wakeIfArmed();
+        }
+    }
+
+    // ---------------------------------------------------------------- blocking waits
+
+    /**
+     * Refuses a blocking call from inside a ucx4j callback, where waiting would deadlock.
+     *
+     * @throws IllegalStateException when the current thread holds the progress lock
+     */
+    public void checkMayBlock(String what) {
+        if (lock.isHeldByCurrentThread()) {
+            throw new IllegalStateException("blocking call '" + what + "' from inside a ucx4j callback (progress "
+                    + "thread) would deadlock: use the async variant and chain on its future");
+        }
+    }
+
+    /**
+     * A blocking call: refuses inside a callback before starting anything (no orphaned operation), then
+     * starts the operation and waits for it.
+     */
+    public <T> T call(Supplier<? extends CompletableFuture<T>> start, String what) {
+        checkMayBlock(what);
+        return await(start.get(), what, Long.MAX_VALUE);
+    }
+
+    /**
+     * Waits for an operation from an ordinary thread (platform or virtual), helping progress meanwhile.
+     *
+     * @throws IllegalStateException when called from inside a UCX callback, where waiting would deadlock
+     */
+    public <T> T await(CompletableFuture<T> f, String what) {
+        return await(f, what, Long.MAX_VALUE);
+    }
+
+    /**
+     * Like {@link #await(CompletableFuture, String)} with a time limit.
+     *
+     * @throws UcxTimeoutException when it does not complete in time (the operation is left running)
+     */
+    public <T> T await(CompletableFuture<T> f, String what, long timeoutNanos) {
+        checkMayBlock(what);
+        long deadline = timeoutNanos == Long.MAX_VALUE ? Long.MAX_VALUE : System.nanoTime() + timeoutNanos;
+        if (deadline < 0 && timeoutNanos != Long.MAX_VALUE) {
+            deadline = Long.MAX_VALUE;
+        }
+        if (mode == ProgressMode.CALLER) {
+            progressUntil(f, deadline);
+        } else if (!f.isDone() && running) {
+            assist(f);
+        }
+        try {
+            if (timeoutNanos == Long.MAX_VALUE) {
+                return f.get();
+            }
+            long left = deadline - System.nanoTime();
+            return f.get(Math.max(0, left), TimeUnit.NANOSECONDS);
+        } catch (ExecutionException | CompletionException e) {
+            throw NativeCalls.unchecked(e.getCause());
+        } catch (TimeoutException e) {
+            throw new UcxTimeoutException(what, UcxStatus.TIMED_OUT.code(),
+                    "no completion within " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new UcxCanceledException(what, "interrupted while waiting");
+        }
+    }
+
+    // ---------------------------------------------------------------- shutdown
+
+    /** Progresses (on whichever thread drives this worker) until {@code f} is done or the time passes. */
+    public void drive(CompletableFuture<?> f, long timeoutNanos) {
+        long deadline = System.nanoTime() + timeoutNanos;
+        if (mode == ProgressMode.CALLER || thread == null || !thread.isAlive()) {
+            progressUntil(f, deadline);
+            return;
+        }
+        try {
+            f.get(timeoutNanos, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            // The caller inspects f.
+        }
+    }
+
+    /** Stops the progress thread; afterwards the caller holds the only access. */
+    void stop() {
+        running = false;
+        if (thread != null) {
+            signal();
+            try {
+                thread.join(TimeUnit.SECONDS.toMillis(10));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** False once the worker is stopping for good: no UCX object of it may be touched after that. */
+    public boolean isRunning() {
+        return running;
+    }
+
+    /** Runs what is still queued, with the lock held, before the worker is destroyed. */
+    void runLockedAfterDrain(Runnable body) {
+        lock.lock();
+        try {
+            drainQueue();
+            body.run();
+        } finally {
+            lock.unlock();
+        }
+    }
+}
