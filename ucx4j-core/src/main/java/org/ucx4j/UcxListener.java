@@ -112,7 +112,7 @@ public final class UcxListener implements AutoCloseable {
     UcxEndpoint accept(ConnectionRequest request, MemorySegment connRequest, EndpointErrorHandler errorHandler) {
         UcxEndpoint ep = worker.createEndpoint((params, arena) -> {
             params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "conn_request"), connRequest);
-            return UcxWorker.EP_PARAM_FIELD_CONN_REQUEST;
+            return WorkerConnections.EP_PARAM_FIELD_CONN_REQUEST;
         }, request.clientAddress(), errorHandler, "ucp_ep_create (accept " + request.clientAddress() + ")");
         accepted.incrementAndGet();
         return ep;

@@ -1,7 +1,6 @@
 package org.ucx4j;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
@@ -19,12 +18,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-import org.ucx4j.internal.IdTable;
 import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.Libc;
-import org.ucx4j.internal.Sockaddrs;
 import org.ucx4j.internal.Structs;
 import org.ucx4j.internal.Ucp;
 import org.ucx4j.internal.Upcalls;
@@ -34,7 +29,6 @@ import org.ucx4j.internal.worker.NativeWorker;
 import org.ucx4j.internal.worker.Operation;
 import org.ucx4j.internal.worker.OperationKind;
 import org.ucx4j.internal.worker.OperationTable;
-import org.ucx4j.internal.worker.TimerQueue;
 import org.ucx4j.internal.worker.WorkerEvents;
 
 /**
@@ -51,21 +45,8 @@ import org.ucx4j.internal.worker.WorkerEvents;
  * is still pending, stops the progress thread and destroys the worker. Idempotent.
  */
 public final class UcxWorker implements AutoCloseable {
-    private static final Logger LOG = LoggerFactory.getLogger(UcxWorker.class);
     private static final AtomicInteger SEQ = new AtomicInteger();
 
-    static final long EP_PARAM_FIELD_REMOTE_ADDRESS = 1L;
-    static final long EP_PARAM_FIELD_ERR_HANDLING_MODE = 1L << 1;
-    static final long EP_PARAM_FIELD_ERR_HANDLER = 1L << 2;
-    static final long EP_PARAM_FIELD_SOCK_ADDR = 1L << 4;
-    static final long EP_PARAM_FIELD_FLAGS = 1L << 5;
-    static final long EP_PARAM_FIELD_CONN_REQUEST = 1L << 6;
-    private static final int EP_PARAMS_FLAGS_CLIENT_SERVER = 1;
-    private static final int ERR_HANDLING_MODE_NONE = 0;
-    private static final int ERR_HANDLING_MODE_PEER = 1;
-    private static final long LISTENER_PARAM_FIELD_SOCK_ADDR = 1;
-    private static final long LISTENER_PARAM_FIELD_CONN_HANDLER = 1L << 2;
-    private static final long LISTENER_ATTR_FIELD_SOCKADDR = 1;
     private static final long WORKER_ATTR_FIELD_ADDRESS = 1L << 1;
     private static final long WORKER_ATTR_FIELD_MAX_AM_HEADER = 1L << 3;
 
@@ -73,8 +54,7 @@ public final class UcxWorker implements AutoCloseable {
     private final WorkerOptions options;
     private final String name;
     private final NativeWorker rt;
-    private final IdTable<UcxEndpoint> endpoints = new IdTable<>(8);
-    private final IdTable<UcxListener> listeners = new IdTable<>(8);
+    private final WorkerConnections connections;
     private final AtomicInteger state = new AtomicInteger(); // 0 open, 1 closing, 2 closed
     private final ActiveMessages activeMessages;
     private final long maxAmHeader;
@@ -98,6 +78,7 @@ public final class UcxWorker implements AutoCloseable {
             maxHeader = queried[0];
         }
         this.maxAmHeader = maxHeader;
+        this.connections = new WorkerConnections(this, rt, options, activeMessages);
     }
 
     private long queryMaxAmHeader() {
@@ -293,17 +274,7 @@ public final class UcxWorker implements AutoCloseable {
     public UcxFuture<UcxEndpoint> connectAsync(InetSocketAddress address, EndpointErrorHandler errorHandler) {
         Objects.requireNonNull(address, "address");
         ensureOpen();
-        if (address.isUnresolved()) {
-            throw new UcxUnreachableException("connect", UcxStatus.UNREACHABLE.code(), "cannot resolve host '" + address.getHostString() + "'");
-        }
-        String target = address.getAddress().getHostAddress() + ":" + address.getPort();
-        return connect(target, address, errorHandler, (params, arena) -> {
-            int len = Sockaddrs.write(address, rt.sockaddr);
-            params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "flags"), EP_PARAMS_FLAGS_CLIENT_SERVER);
-            params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "sockaddr.addr"), rt.sockaddr);
-            params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "sockaddr.addrlen"), len);
-            return EP_PARAM_FIELD_FLAGS | EP_PARAM_FIELD_SOCK_ADDR;
-        });
+        return connections.connect(address, errorHandler);
     }
 
     /**
@@ -329,66 +300,9 @@ public final class UcxWorker implements AutoCloseable {
     public UcxFuture<UcxEndpoint> connectAsync(WorkerAddress address, EndpointErrorHandler errorHandler) {
         Objects.requireNonNull(address, "address");
         ensureOpen();
-        byte[] raw = address.rawBytes();
-        return connect("worker address (" + raw.length + " bytes)", null, errorHandler, (params, arena) -> {
-            // UCX reads the address only during ucp_ep_create.
-            MemorySegment copy = arena.allocate(raw.length);
-            MemorySegment.copy(raw, 0, copy, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, raw.length);
-            params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "address"), copy);
-            return EP_PARAM_FIELD_REMOTE_ADDRESS;
-        });
+        return connections.connect(address, errorHandler);
     }
 
-    /**
-     * Creates an endpoint and completes the future once it is wired up: a flush on a new endpoint
-     * completes only when UCX has finished connecting, which proves the peer is there.
-     */
-    private UcxFuture<UcxEndpoint> connect(String target, InetSocketAddress peer, EndpointErrorHandler errorHandler,
-                                           EndpointParams fill) {
-        UcxFuture<UcxEndpoint> result = new UcxFuture<>();
-        rt.engine.execute(() -> {
-            UcxEndpoint ep;
-            try {
-                ep = createEndpoint(fill, peer, errorHandler, "ucp_ep_create (connect " + target + ")");
-            } catch (Throwable t) {
-                result.completeExceptionally(t);
-                return;
-            }
-            UcxFuture<Void> flushed = new UcxFuture<>();
-            Operation flush = flushed.track(rt, OperationKind.CONNECT, ep.owner(), 0);
-            ep.startFlush(flush);
-            long timeoutNanos = options.connectTimeout().toNanos();
-            boolean[] failing = new boolean[1]; // lock holder only: one failure path per connect
-            TimerQueue.Timer timer = flushed.isDone() ? null : rt.timers.schedule(timeoutNanos, () -> {
-                if (!result.isDone() && !failing[0]) {
-                    failing[0] = true;
-                    failConnect(ep, result, new UcxTimeoutException("connect", UcxStatus.TIMED_OUT.code(),
-                            "no connection to " + target + " within " + options.connectTimeout().toMillis() + " ms"));
-                }
-            });
-            flushed.whenComplete((v, e) -> {
-                if (timer != null) {
-                    timer.cancel();
-                }
-                if (e == null) {
-                    result.complete(ep);
-                } else if (!result.isDone() && !failing[0]) {
-                    failing[0] = true;
-                    int raw = e instanceof UcxException ue ? ue.rawStatus() : UcxStatus.UNREACHABLE.code();
-                    failConnect(ep, result, new UcxUnreachableException("connect", raw,
-                            "cannot connect to " + target + ": " + e.getMessage()));
-                }
-            });
-        });
-        return result;
-    }
-
-    /** Releases the half-made endpoint, then fails the connect: a failed connect leaves nothing behind. */
-    private static void failConnect(UcxEndpoint ep, UcxFuture<UcxEndpoint> result, UcxException why) {
-        UcxFuture<Void> closed = new UcxFuture<>();
-        closed.whenComplete((v, e) -> result.completeExceptionally(why));
-        ep.startClose(CloseMode.FORCE, closed);
-    }
 
     /**
      * This worker's UCX address, for peers to {@link #connect(WorkerAddress)} without a listener.
@@ -442,107 +356,28 @@ public final class UcxWorker implements AutoCloseable {
         Objects.requireNonNull(bindAddress, "bindAddress");
         Objects.requireNonNull(handler, "handler");
         ensureOpen();
-        return call("listen", () -> createListener(bindAddress, handler));
+        return call("listen", () -> connections.createListener(bindAddress, handler));
     }
 
-    private UcxListener createListener(InetSocketAddress bind, ConnectionHandler handler) {
-        int slot = listeners.reserve();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment sa = arena.allocate(Sockaddrs.MAX_SIZE, 8);
-            int len = Sockaddrs.write(bind, sa);
-            MemorySegment params = arena.allocate(Structs.UCP_LISTENER_PARAMS);
-            params.set(JAVA_LONG, 0, LISTENER_PARAM_FIELD_SOCK_ADDR | LISTENER_PARAM_FIELD_CONN_HANDLER);
-            params.set(ADDRESS, Structs.offset(Structs.UCP_LISTENER_PARAMS, "sockaddr.addr"), sa);
-            params.set(JAVA_INT, Structs.offset(Structs.UCP_LISTENER_PARAMS, "sockaddr.addrlen"), len);
-            params.set(ADDRESS, Structs.offset(Structs.UCP_LISTENER_PARAMS, "conn_handler.cb"), Upcalls.CONN_REQUEST);
-            params.set(ADDRESS, Structs.offset(Structs.UCP_LISTENER_PARAMS, "conn_handler.arg"),
-                    Upcalls.userData(rt.id, slot));
-            MemorySegment out = arena.allocate(ADDRESS);
-            int status = NativeCalls.callInt(() -> (byte) Ucp.listener_create.invokeExact(rt.handle, params, out));
-            String where = bind.getAddress().getHostAddress() + ":" + bind.getPort();
-            if (status != 0) {
-                String detail = status == UcxStatus.BUSY.code()
-                        ? "cannot listen on " + where + ": address already in use"
-                        : "cannot listen on " + where;
-                throw UcxException.of("ucp_listener_create", status, detail);
-            }
-            MemorySegment handle = out.get(ADDRESS, 0);
-            MemorySegment attr = arena.allocate(Structs.UCP_LISTENER_ATTR);
-            attr.set(JAVA_LONG, 0, LISTENER_ATTR_FIELD_SOCKADDR);
-            InetSocketAddress bound = bind;
-            status = NativeCalls.callInt(() -> (byte) Ucp.listener_query.invokeExact(handle, attr));
-            if (status == 0) {
-                bound = Sockaddrs.read(attr.asSlice(Structs.offset(Structs.UCP_LISTENER_ATTR, "sockaddr")));
-            }
-            UcxListener listener = new UcxListener(this, handle, slot, bound, handler);
-            listeners.set(slot, listener);
-            return listener;
-        } catch (RuntimeException e) {
-            listeners.unreserve(slot);
-            throw e;
-        }
-    }
 
+
+    /** Forgets and destroys a listener (its close). */
     void closeListener(UcxListener listener) {
         call("listener close", () -> {
-            listeners.remove(listener.id, listener);
-            listener.destroy();
+            connections.closeListener(listener);
             return null;
         });
     }
 
-    /** Lock held: creates an endpoint with peer error handling; {@code fill} sets the specific params. */
-    /** Fills the specific part of {@code ucp_ep_params_t}; returns the field-mask bits it set. */
-    @FunctionalInterface
-    interface EndpointParams {
-        long fill(MemorySegment params, Arena arena);
-    }
-
-    UcxEndpoint createEndpoint(EndpointParams fill, InetSocketAddress peer,
-                               EndpointErrorHandler errorHandler, String call) {
-        int slot = endpoints.reserve();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment params = arena.allocate(Structs.UCP_EP_PARAMS);
-            long mask = EP_PARAM_FIELD_ERR_HANDLING_MODE | EP_PARAM_FIELD_ERR_HANDLER | fill.fill(params, arena);
-            params.set(JAVA_LONG, 0, mask);
-            params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "err_mode"),
-                    options.peerErrorHandling() ? ERR_HANDLING_MODE_PEER : ERR_HANDLING_MODE_NONE);
-            params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.cb"), Upcalls.EP_ERROR);
-            params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.arg"), Upcalls.userData(rt.id, slot));
-            MemorySegment out = arena.allocate(ADDRESS);
-            int status = NativeCalls.callInt(() -> (byte) Ucp.ep_create.invokeExact(rt.handle, params, out));
-            if (status != 0) {
-                throw UcxException.of(call, status, peer == null ? null : "peer " + peer);
-            }
-            UcxEndpoint ep = new UcxEndpoint(this, rt, out.get(ADDRESS, 0), slot, peer, errorHandler);
-            endpoints.set(slot, ep);
-            activeMessages.endpointOpened(ep);
-            return ep;
-        } catch (RuntimeException e) {
-            endpoints.unreserve(slot);
-            throw e;
-        }
-    }
-
+    /** An endpoint finished closing; lock held. */
     void endpointClosed(UcxEndpoint ep) {
-        endpoints.remove(ep.id, ep);
-        activeMessages.endpointClosed(ep);
+        connections.endpointClosed(ep);
     }
 
-    private void endpointFailed(int endpointId, int status) {
-        UcxEndpoint ep = endpoints.get(endpointId);
-        if (ep != null) {
-            ep.failed(status);
-        }
-    }
-
-    private void connectionRequested(int listenerId, MemorySegment connRequest) {
-        UcxListener listener = listeners.get(listenerId);
-        if (listener == null) {
-            LOG.warn("connection request for a closed listener; ignored");
-            return;
-        }
-        listener.onRequest(connRequest);
+    /** Lock held: creates an endpoint for an accepted connection request. */
+    UcxEndpoint createEndpoint(WorkerConnections.EndpointParams fill, InetSocketAddress peer,
+                               EndpointErrorHandler errorHandler, String call) {
+        return connections.createEndpoint(fill, peer, errorHandler, call);
     }
 
     // ------------------------------------------------------------------ tag receive
@@ -713,7 +548,7 @@ public final class UcxWorker implements AutoCloseable {
      * @return a snapshot
      */
     public List<UcxEndpoint> endpoints() {
-        return call("endpoints", () -> Collections.unmodifiableList(endpoints.all()));
+        return call("endpoints", () -> Collections.unmodifiableList(connections.endpoints()));
     }
 
     // ------------------------------------------------------------------ plumbing
@@ -779,15 +614,7 @@ public final class UcxWorker implements AutoCloseable {
             rt.engine.execute(() -> {
                 List<UcxFuture<Void>> closes = new ArrayList<>();
                 try {
-                    for (UcxListener l : listeners.all()) {
-                        listeners.remove(l.id, l);
-                        l.destroy();
-                    }
-                    for (UcxEndpoint ep : endpoints.all()) {
-                        UcxFuture<Void> f = new UcxFuture<>();
-                        ep.startClose(CloseMode.FLUSH, f);
-                        closes.add(f);
-                    }
+                    connections.closeAll(closes);
                     UcxCanceledException closed = new UcxCanceledException("worker close", "worker " + name + " closed");
                     for (Operation op : rt.operations.pending()) {
                         if (op.kind().awaitsPeer()) {
@@ -819,12 +646,12 @@ public final class UcxWorker implements AutoCloseable {
     private final class Events implements WorkerEvents {
         @Override
         public void onEndpointError(int endpointId, int status) {
-            endpointFailed(endpointId, status);
+            connections.endpointFailed(endpointId, status);
         }
 
         @Override
         public void onConnectionRequest(int listenerId, MemorySegment connRequest) {
-            connectionRequested(listenerId, connRequest);
+            connections.connectionRequested(listenerId, connRequest);
         }
 
         @Override

@@ -199,7 +199,7 @@ class StructLayoutTest {
         assertTrue(UcxStatus.isPeerFailure(-40) && UcxStatus.isPeerFailure(-89)
                 && !UcxStatus.isPeerFailure(-39) && !UcxStatus.isPeerFailure(-90), "isPeerFailure bounds moved");
 
-        String worker = "org.ucx4j.UcxWorker";
+        String worker = "org.ucx4j.WorkerConnections";
         add(out, worker, "EP_PARAM_FIELD_ERR_HANDLING_MODE", "UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE");
         add(out, worker, "EP_PARAM_FIELD_ERR_HANDLER", "UCP_EP_PARAM_FIELD_ERR_HANDLER");
         add(out, worker, "EP_PARAM_FIELD_SOCK_ADDR", "UCP_EP_PARAM_FIELD_SOCK_ADDR");
