@@ -54,6 +54,12 @@ public final class HostBufferPool {
      * The process-wide pool, keeping at most 512 MiB of idle buffers; what ucx4j-comm's default
      * frame allocator uses for frames over {@value #MIN_POOLED} bytes.
      *
+     * <p>Why process-wide: buffers are warm only if whoever receives next gets them back, across
+     * comms and connections; one pool per comm would keep a cap's worth of idle memory per comm. It
+     * holds nothing but memory (no thread, no native handle), never more than its cap idle, and
+     * {@link #trim()} gives all of it back at once; a caller who wants the lifetime in hand creates its
+     * own with {@link #create(long)}.
+     *
      * @return the shared pool
      */
     public static HostBufferPool shared() {

@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.ucx4j.internal.Extensions;
 import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.Libc;
@@ -50,6 +51,8 @@ public final class UcxContext implements AutoCloseable {
     private final String name;
     private final UcxConfig config;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Numbers this context's workers (their names and progress threads): no process-wide counter. */
+    private final AtomicInteger workerNumbers = new AtomicInteger();
     private final List<UcxWorker> workers = new ArrayList<>();
 
     private UcxContext(MemorySegment handle, MemorySegment ucpConfig, Builder b) {
@@ -114,7 +117,7 @@ public final class UcxContext implements AutoCloseable {
         Objects.requireNonNull(options, "options");
         synchronized (workers) {
             ensureOpen();
-            UcxWorker worker = new UcxWorker(this, options);
+            UcxWorker worker = new UcxWorker(this, options, workerNumbers.incrementAndGet());
             workers.add(worker);
             return worker;
         }

@@ -45,7 +45,6 @@ import org.ucx4j.internal.worker.WorkerEvents;
  * is still pending, stops the progress thread and destroys the worker. Idempotent.
  */
 public final class UcxWorker implements AutoCloseable {
-    private static final AtomicInteger SEQ = new AtomicInteger();
 
     private static final long WORKER_ATTR_FIELD_ADDRESS = 1L << 1;
     private static final long WORKER_ATTR_FIELD_MAX_AM_HEADER = 1L << 3;
@@ -59,10 +58,10 @@ public final class UcxWorker implements AutoCloseable {
     private final ActiveMessages activeMessages;
     private final long maxAmHeader;
 
-    UcxWorker(UcxContext context, WorkerOptions options) {
+    UcxWorker(UcxContext context, WorkerOptions options, int number) {
         this.context = context;
         this.options = options;
-        this.name = options.name() + "-" + SEQ.incrementAndGet();
+        this.name = options.name() + "-" + number;
         this.rt = new NativeWorker(context.handle(),
                 new WorkerOptions(options.progressMode(), options.connectTimeout(), options.closeTimeout(),
                         options.spin(), name, options.peerErrorHandling()), new Events());

@@ -17,6 +17,12 @@ import org.slf4j.LoggerFactory;
  * endpoint or listener id in the lower 32, never an object pointer (a Java object cannot be pinned, and a
  * stale pointer would be memory corruption; a stale id is only a lookup miss).
  *
+ * <p>Why the table of targets is static: a stub is created once per signature for the JVM and lives
+ * as long as the loaded library (a stub per worker would cost an upcall stub and its code per worker,
+ * and still need a way from the C side back to Java). What the C side hands back is a number, so the
+ * numbers must resolve in one table; each worker registers when created and unregisters when
+ * destroyed, so the table holds only workers the user holds.
+ *
  * <p>Threading: registration is synchronized; dispatch reads a volatile array. The stubs never throw:
  * a failure goes to the worker's {@link UpcallTarget#onUpcallFailure} or, failing that, to the log.
  */

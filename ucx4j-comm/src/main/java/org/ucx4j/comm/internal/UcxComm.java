@@ -478,7 +478,7 @@ final class UcxComm extends AbstractComm {
             released = true;
             if (graceful && closeSent) {
                 lingering = true;
-                Watchdog.schedule(() -> closeEndpoint(CloseMode.FORCE), linger());
+                CommTimers.after(linger(), () -> closeEndpoint(CloseMode.FORCE));
                 return;
             }
         }
@@ -527,10 +527,10 @@ final class UcxComm extends AbstractComm {
 
     private void finish() {
         // The header buffer may be the target of a receive until the endpoint is closed.
-        Watchdog.schedule(() -> {
+        CommTimers.elsewhere(() -> {
             headerArena.close();
             onRelease.run();
-        }, Duration.ZERO);
+        });
     }
 
     long myTag() {

@@ -3,7 +3,7 @@ package org.ucx4j.comm.internal;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,7 +27,7 @@ import org.ucx4j.WorkerOptions;
  * in about one run in five of the leak test; with a single worker every handler has the same async
  * context. It also spends one progress thread per process instead of one per listener.
  *
- * <p>Tags: each comm receives on a tag this runtime hands out ({@link #nextTag()}): unique per process,
+ * <p>Tags: each comm receives on a tag this runtime hands out ({@link #nextTag()}): unique per worker,
  * deterministic (a counter under a fixed prefix, no hash, no salt), announced to the peer in the
  * handshake. The peer sends to it; nothing else on the worker uses the prefix. Listeners receive the
  * first HELLO of IP-less clients on accept tags ({@link #nextAcceptTag()}), a range of their own that
@@ -41,8 +41,6 @@ final class UcxRuntime {
     static final long ACCEPT_TAGS = TAG_PREFIX | 0xFF00000000L;
     private static final Duration LINGER = Duration.ofSeconds(2);
     private static final Map<Key, UcxRuntime> RUNTIMES = new HashMap<>();
-    private static final AtomicLong TAGS = new AtomicLong();
-    private static final AtomicLong ACCEPTORS = new AtomicLong();
 
     private record Key(UcxConfig.UcxSettings settings, WorkerOptions workerOptions) {}
 
@@ -50,8 +48,11 @@ final class UcxRuntime {
     final UcxConfig config;
     final UcxContext context;
     final UcxWorker worker;
+    /** Hands out this worker's comm tags: unique per worker is all that matching needs. */
+    private final AtomicLong tags = new AtomicLong();
+    private final AtomicLong acceptors = new AtomicLong();
     private int users;
-    private ScheduledFuture<?> closing;
+    private CompletableFuture<Void> closing;
 
     private UcxRuntime(Key key, UcxConfig config) {
         this.key = key;
@@ -106,7 +107,7 @@ final class UcxRuntime {
             if (--users > 0) {
                 return;
             }
-            closing = Watchdog.schedule(this::closeIfUnused, LINGER);
+            closing = CommTimers.after(LINGER, this::closeIfUnused);
         }
     }
 
@@ -149,19 +150,19 @@ final class UcxRuntime {
         }
     }
 
-    static long nextTag() {
-        long n = TAGS.incrementAndGet();
+    long nextTag() {
+        long n = tags.incrementAndGet();
         if (n >= 0xFF00000000L) {
-            throw new IllegalStateException("ucx4j-comm ran out of tags (2^40 comms in one process)");
+            throw new IllegalStateException("ucx4j-comm ran out of tags (2^40 comms on one worker)");
         }
         return TAG_PREFIX | n;
     }
 
     /** A new listener's accept tag: {@link #ACCEPT_TAGS} | n, n counting listeners from 0. */
-    static long nextAcceptTag() {
-        long n = ACCEPTORS.getAndIncrement();
+    long nextAcceptTag() {
+        long n = acceptors.getAndIncrement();
         if (n > 0xFFFFFFFFL) {
-            throw new IllegalStateException("ucx4j-comm ran out of accept tags (2^32 listeners in one process)");
+            throw new IllegalStateException("ucx4j-comm ran out of accept tags (2^32 listeners on one worker)");
         }
         return ACCEPT_TAGS | n;
     }

@@ -8,7 +8,6 @@ import java.net.URI;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
@@ -115,7 +114,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                 UcxComm c = Watchdog.within(options.connectTimeout(), "connecting to " + address,
                         () -> forceClose(ep.get()), () -> {
                             EndpointErrorHandler onError = (e, err) -> onError(comm, err);
-                            long myTag = UcxRuntime.nextTag();
+                            long myTag = rt.nextTag();
                             if (t != null) {
                                 UcxEndpoint e = rt.worker.await(rt.worker.connectAsync(t, onError));
                                 ep.set(e);
@@ -200,7 +199,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         if (ep == null) {
             return;
         }
-        ScheduledFuture<?> timer = Watchdog.schedule(() -> peerGone.complete(null), REFUSAL_LINGER);
+        CompletableFuture<Void> timer = CommTimers.after(REFUSAL_LINGER, () -> peerGone.complete(null));
         peerGone.whenComplete((v, e) -> {
             timer.cancel(false);
             closeGently(ep);
@@ -249,7 +248,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         private final CommOptions options;
         private final UcxWorker worker;
         private final UcxListener listener;
-        private final long acceptTag = UcxRuntime.nextAcceptTag();
+        private final long acceptTag;
         private final URI uri;
         private final URI workerUri;
         private final AtomicBoolean closed = new AtomicBoolean();
@@ -259,6 +258,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
 
         Listener(UcxRuntime rt, String scheme, InetSocketAddress bind, CommHandler handler, CommOptions options) {
             this.rt = rt;
+            this.acceptTag = rt.nextAcceptTag();
             this.scheme = scheme;
             this.handler = handler;
             this.options = options;
@@ -284,7 +284,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             UcxEndpoint ep = request.accept(acceptedErrorHandler(comm, peerGone));
             InetSocketAddress client = request.clientAddress();
             Thread.ofVirtual().name("ucx4j-ucx-accepted").start(() -> {
-                long myTag = UcxRuntime.nextTag();
+                long myTag = rt.nextTag();
                 URI peer = client != null ? Addresses.uri(scheme, client) : URI.create(scheme + "://unknown:0");
                 UcxComm c;
                 try {
@@ -361,7 +361,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                 }
                 WorkerAddress clientAddress = WorkerAddress.of(h.workerAddress());
                 URI peer = workerUri(clientAddress, 0);
-                long myTag = UcxRuntime.nextTag();
+                long myTag = rt.nextTag();
                 c = Watchdog.within(options.connectTimeout(), "handshake with " + peer, () -> forceClose(ep.get()), () -> {
                     UcxEndpoint e = worker.await(worker.connectAsync(clientAddress, acceptedErrorHandler(comm, peerGone)));
                     ep.set(e);

@@ -2,10 +2,7 @@ package org.ucx4j.comm.internal;
 
 import java.time.Duration;
 import java.util.concurrent.Callable;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.ucx4j.comm.CommException;
 import org.ucx4j.comm.CommTimeoutException;
@@ -16,20 +13,14 @@ import org.ucx4j.comm.CommTimeoutException;
  * {@link CommTimeoutException}.
  */
 final class Watchdog {
-    private static final ScheduledExecutorService TIMER = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "ucx4j-comm-timer");
-        t.setDaemon(true);
-        return t;
-    });
-
     private Watchdog() {}
 
     static <T> T within(Duration limit, String what, Runnable abort, Callable<T> work) {
         AtomicBoolean fired = new AtomicBoolean();
-        ScheduledFuture<?> timer = TIMER.schedule(() -> {
+        CompletableFuture<Void> timer = CommTimers.after(limit, () -> {
             fired.set(true);
             abort.run();
-        }, limit.toNanos(), TimeUnit.NANOSECONDS);
+        });
         try {
             T result = work.call();
             if (!timer.cancel(false) && fired.get()) {
@@ -46,9 +37,5 @@ final class Watchdog {
             }
             throw new CommException(what + " failed: " + Failures.describe(e), e);
         }
-    }
-
-    static ScheduledFuture<?> schedule(Runnable task, Duration delay) {
-        return TIMER.schedule(task, delay.toNanos(), TimeUnit.NANOSECONDS);
     }
 }
