@@ -1,5 +1,6 @@
 /**
- * UCX for the JVM: the public API of ucx4j-core. Everything else (the FFM bindings, the worker's
+ * UCX for the JVM: the public API of ucx4j-core. {@code org.ucx4j.spi} holds the hooks ucx4j's own
+ * optional modules plug into ({@code UcxExtension}); everything else (the FFM bindings, the worker's
  * progress engine and operation table) is in {@code org.ucx4j.internal}, which the module does not
  * export.
  *
@@ -33,11 +34,12 @@
  *     {@code get}; {@code flush}, {@code close}, {@code isOpen}, {@code failure}</td></tr>
  * <tr><td>Active messages</td><td>{@link org.ucx4j.AmHandler}, {@link org.ucx4j.AmAllocator},
  *     {@link org.ucx4j.AmMessage}, {@link org.ucx4j.AmSendMode}</td>
- *     <td>{@code UcxWorker.setAmHandler}; {@code UcxEndpoint.amSend}</td></tr>
+ *     <td>{@code UcxWorker.setAmHandler}, {@code setAmAllocator} (per {@code MemoryKind});
+ *     {@code UcxEndpoint.amSend}</td></tr>
  * <tr><td>Memory</td><td>{@link org.ucx4j.MemoryRegion}, {@link org.ucx4j.RemoteKey},
- *     {@link org.ucx4j.MemoryKind}, {@link org.ucx4j.HostBufferPool}</td>
+ *     {@link org.ucx4j.MemoryKind}, {@link org.ucx4j.MemoryProvider}, {@link org.ucx4j.HostBufferPool}</td>
  *     <td>{@code MemoryRegion.packRemoteKey}, {@code segment}; {@code HostBufferPool.create},
- *     {@code allocate}</td></tr>
+ *     {@code allocate}; a {@code MemoryProvider} (ucx4j-cuda's GPU pool) behind allocators</td></tr>
  * <tr><td>Completion</td><td>{@link org.ucx4j.UcxFuture}</td>
  *     <td>a {@code CompletableFuture} whose {@code cancel} cancels the UCX request</td></tr>
  * <tr><td>Errors</td><td>{@link org.ucx4j.UcxException} ({@link org.ucx4j.UcxStatus}) and the subclasses
