@@ -2,15 +2,8 @@ package org.ucx4j.comm;
 
 import java.net.URI;
 import java.net.URISyntaxException;
-import java.util.LinkedHashMap;
-import java.util.Locale;
-import java.util.Map;
-import java.util.ServiceLoader;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import org.ucx4j.comm.internal.Failures;
 import org.ucx4j.comm.spi.Transport;
 
 /**
@@ -32,7 +25,10 @@ import org.ucx4j.comm.spi.Transport;
  * transports on the class or module path add ({@link Transport}). IPv6 hosts go in brackets:
  * {@code tcp://[::1]:0}.
  *
- * <p>Threading: all methods are thread-safe; transports are found once, on first use.
+ * <p>Every method here uses {@link CommContext#shared()}, the process-wide context; make your own
+ * {@link CommContext} to hold the lifetime of the UCX workers and caches behind your comms.
+ *
+ * <p>Threading: all methods are thread-safe.
  */
 public final class Comms {
     private Comms() {}
@@ -59,9 +55,7 @@ public final class Comms {
      * @throws CommException when listening fails
      */
     public static CommListener listen(URI address, CommHandler handler, CommOptions options) {
-        java.util.Objects.requireNonNull(handler, "handler");
-        java.util.Objects.requireNonNull(options, "options");
-        return transport(address).listen(address, handler, options);
+        return CommContext.shared().listen(address, handler, options);
     }
 
     /**
@@ -95,16 +89,7 @@ public final class Comms {
      * @throws CommException when the peer cannot be reached or refuses
      */
     public static Comm connect(URI address, CommOptions options) {
-        CompletableFuture<Comm> f = connectAsync(address, options);
-        try {
-            return f.get();
-        } catch (InterruptedException e) {
-            f.cancel(true);
-            Thread.currentThread().interrupt();
-            throw new CommException("interrupted while connecting to " + address, e);
-        } catch (ExecutionException e) {
-            throw Failures.unchecked(e.getCause());
-        }
+        return CommContext.shared().connect(address, options);
     }
 
     /**
@@ -115,8 +100,7 @@ public final class Comms {
      * @return completes with the comm after the handshake
      */
     public static CompletableFuture<Comm> connectAsync(URI address, CommOptions options) {
-        java.util.Objects.requireNonNull(options, "options");
-        return transport(address).connectAsync(address, options);
+        return CommContext.shared().connectAsync(address, options);
     }
 
     /**
@@ -146,7 +130,7 @@ public final class Comms {
      * @return the schemes, sorted
      */
     public static Set<String> schemes() {
-        return new TreeSet<>(Registry.BY_SCHEME.keySet());
+        return CommContext.shared().schemes();
     }
 
     /**
@@ -157,37 +141,6 @@ public final class Comms {
      * @throws IllegalArgumentException when no transport serves it
      */
     public static Transport transport(URI address) {
-        java.util.Objects.requireNonNull(address, "address");
-        String scheme = address.getScheme();
-        if (scheme == null) {
-            throw new IllegalArgumentException("comm address '" + address + "' has no scheme; use one of " + schemes());
-        }
-        Transport t = Registry.BY_SCHEME.get(scheme.toLowerCase(Locale.ROOT));
-        if (t == null) {
-            throw new IllegalArgumentException("no transport for scheme '" + scheme + "' in '" + address
-                    + "'; known schemes: " + schemes());
-        }
-        return t;
-    }
-
-
-    /** Transports by scheme, found once. */
-    private static final class Registry {
-        static final Map<String, Transport> BY_SCHEME = load();
-
-        private static Map<String, Transport> load() {
-            Map<String, Transport> m = new LinkedHashMap<>();
-            for (Transport t : ServiceLoader.load(Transport.class, Comms.class.getClassLoader())) {
-                for (String s : t.schemes()) {
-                    Transport old = m.putIfAbsent(s.toLowerCase(Locale.ROOT), t);
-                    if (old != null) {
-                        org.slf4j.LoggerFactory.getLogger(Comms.class).warn(
-                                "two transports serve scheme {}: {} (used) and {} (ignored)", s,
-                                old.getClass().getName(), t.getClass().getName());
-                    }
-                }
-            }
-            return Map.copyOf(m);
-        }
+        return CommContext.shared().transport(address);
     }
 }

@@ -9,8 +9,10 @@
  * <thead><tr><th>Concept</th><th>Types</th><th>What you call</th></tr></thead>
  * <tbody>
  * <tr><td>Entry: connect and listen by URI ({@code ucx://}, {@code ucxx://}, {@code ucx-worker://},
- *     {@code tcp://}, {@code inproc://})</td><td>{@link org.ucx4j.comm.Comms}</td>
- *     <td>{@code connect}, {@code connectAsync}, {@code listen}, {@code parse}, {@code schemes}</td></tr>
+ *     {@code tcp://}, {@code inproc://})</td><td>{@link org.ucx4j.comm.Comms} (static, on the shared
+ *     context), {@link org.ucx4j.comm.CommContext}</td>
+ *     <td>{@code connect}, {@code connectAsync}, {@code listen}, {@code parse}, {@code schemes};
+ *     {@code CommContext.create()}, {@code shared()}, {@code close()}</td></tr>
  * <tr><td>A connection</td><td>{@link org.ucx4j.comm.Comm}</td>
  *     <td>{@code write}, {@code writeAsync}, {@code read}, {@code readAsync}, {@code peerIdentity},
  *     {@code localAddress}, {@code peerAddress}, {@code close}, {@code abort}, {@code isClosed}</td></tr>
@@ -35,6 +37,12 @@
  * <p>Adding a transport: implement {@link org.ucx4j.comm.spi.Transport} and register it with
  * {@code ServiceLoader} (see {@code org.ucx4j.comm.spi}). The built-in transports and the wire format
  * are in {@code org.ucx4j.comm.internal}, which the module does not export.
+ *
+ * <h2>Ownership</h2>
+ *
+ * <p>The caller closes each comm and listener. A {@link org.ucx4j.comm.CommContext} owns what they share
+ * (UCX workers, receive arenas, {@code inproc://} names); {@code Comms}' static methods use the
+ * process-wide {@link org.ucx4j.comm.CommContext#shared()}.
  *
  * <h2>Threading</h2>
  *

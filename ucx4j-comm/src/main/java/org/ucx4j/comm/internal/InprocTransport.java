@@ -7,6 +7,7 @@ import java.net.URI;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
@@ -34,12 +35,21 @@ import org.ucx4j.comm.Message;
  */
 public final class InprocTransport implements org.ucx4j.comm.spi.Transport {
     static final String SCHEME = "inproc";
-    private static final ConcurrentHashMap<String, Listener> LISTENERS = new ConcurrentHashMap<>();
-    private static final AtomicLong NAMES = new AtomicLong();
+    /** This instance's listeners by name: inproc:// names are those of one {@link org.ucx4j.comm.CommContext}. */
+    private final ConcurrentHashMap<String, Listener> listeners = new ConcurrentHashMap<>();
+    private final AtomicLong names = new AtomicLong();
+    /** The arenas this instance's comms receive into. */
+    private final MessageScopes scopes = new MessageScopes();
     private static final byte[] EOF = new byte[0];
 
     /** Creates the transport (ServiceLoader). */
     public InprocTransport() {}
+
+    /** New messages start fresh slabs; listeners stay until closed, as their owners hold them. */
+    @Override
+    public void close() {
+        scopes.startAfresh();
+    }
 
     @Override
     public Set<String> schemes() {
@@ -59,28 +69,28 @@ public final class InprocTransport implements org.ucx4j.comm.spi.Transport {
     public CommListener listen(URI address, CommHandler handler, CommOptions options) {
         String name = name(address);
         if (name.isEmpty() || name.equals("0")) {
-            name = "anon-" + ProcessHandle.current().pid() + "-" + NAMES.incrementAndGet();
+            name = "anon-" + ProcessHandle.current().pid() + "-" + names.incrementAndGet();
         }
-        Listener l = new Listener(URI.create(SCHEME + "://" + name), name, handler, options);
-        if (LISTENERS.putIfAbsent(name, l) != null) {
-            throw new CommException("cannot listen on " + address + ": the name is in use in this JVM");
+        Listener l = new Listener(listeners, URI.create(SCHEME + "://" + name), name, handler, options);
+        if (listeners.putIfAbsent(name, l) != null) {
+            throw new CommException("cannot listen on " + address + ": the name is in use in this comm context");
         }
         return l;
     }
 
     @Override
     public CompletableFuture<Comm> connectAsync(URI address, CommOptions options) {
-        Listener l = LISTENERS.get(name(address));
+        Listener l = listeners.get(name(address));
         if (l == null) {
             return CompletableFuture.failedFuture(new CommException("cannot connect to " + address
-                    + ": nothing listens there in this JVM"));
+                    + ": nothing listens there in this comm context"));
         }
         CompletableFuture<Comm> f = new CompletableFuture<>();
         Pipe toListener = new Pipe();
         Pipe toClient = new Pipe();
-        URI clientUri = URI.create(l.uri + "/client-" + NAMES.incrementAndGet());
-        InprocComm clientComm = new InprocComm(options, clientUri, l.uri);
-        InprocComm listenerComm = new InprocComm(l.options, l.uri, clientUri);
+        URI clientUri = URI.create(l.uri + "/client-" + names.incrementAndGet());
+        InprocComm clientComm = new InprocComm(scopes, options, clientUri, l.uri);
+        InprocComm listenerComm = new InprocComm(scopes, l.options, l.uri, clientUri);
         Thread.ofVirtual().name("ucx4j-inproc-accepted").start(() -> {
             try {
                 Handshake.Result r = Watchdog.within(l.options.connectTimeout(), "handshake with a client of " + l.uri,
@@ -143,8 +153,11 @@ public final class InprocTransport implements org.ucx4j.comm.spi.Transport {
         private volatile InprocComm peer;
         private volatile String identity;
 
-        InprocComm(CommOptions options, URI local, URI remote) {
+        private final MessageScopes scopes;
+
+        InprocComm(MessageScopes scopes, CommOptions options, URI local, URI remote) {
             super(options, local, remote, null);
+            this.scopes = scopes;
         }
 
         void connect(InprocComm other, String peerIdentity) {
@@ -216,7 +229,7 @@ public final class InprocTransport implements org.ucx4j.comm.spi.Transport {
         @Override
         protected CompletableFuture<Void> send(Message message, boolean callerWaits) {
             InprocComm p = peer;
-            Arena scope = MessageScopes.forMessage(message.byteSize(), message.frameCount());
+            Arena scope = scopes.forMessage(message.byteSize(), message.frameCount());
             List<Frame> copies = new ArrayList<>(message.frameCount());
             try {
                 for (int i = 0; i < message.frameCount(); i++) {
@@ -268,15 +281,17 @@ public final class InprocTransport implements org.ucx4j.comm.spi.Transport {
         }
     }
 
-    /** A name in the JVM's table of inproc listeners. */
+    /** A name in the transport's table of inproc listeners. */
     private static final class Listener implements CommListener {
+        private final Map<String, Listener> table;
         final URI uri;
         final String name;
         final CommHandler handler;
         final CommOptions options;
         private final AtomicBoolean closed = new AtomicBoolean();
 
-        Listener(URI uri, String name, CommHandler handler, CommOptions options) {
+        Listener(Map<String, Listener> table, URI uri, String name, CommHandler handler, CommOptions options) {
+            this.table = table;
             this.uri = uri;
             this.name = name;
             this.handler = handler;
@@ -291,7 +306,7 @@ public final class InprocTransport implements org.ucx4j.comm.spi.Transport {
         @Override
         public void close() {
             if (closed.compareAndSet(false, true)) {
-                LISTENERS.remove(name, this);
+                table.remove(name, this);
             }
         }
 

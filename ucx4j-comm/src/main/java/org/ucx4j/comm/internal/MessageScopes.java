@@ -28,27 +28,29 @@ final class MessageScopes {
     static final long ALONE = 16L * 1024 * 1024;
     static final long GROUP_BYTES = 64L * 1024 * 1024;
     static final int GROUP_MESSAGES = 64;
-    private static Slab current;
-    /** The group new medium messages join; guarded by {@code MessageScopes.class}. */
-    private static Group group;
+    /** The slab new small messages share; guarded by {@code this}. */
+    private Slab current;
+    /** The group new medium messages join; guarded by {@code this}. */
+    private Group group;
 
-    private MessageScopes() {}
+    /** Creates the scopes of one transport instance (see {@link org.ucx4j.comm.CommContext}). */
+    MessageScopes() {}
 
     /** A scope for a message of {@code payload} bytes in {@code frames} frames. */
-    static Arena forMessage(long payload, int frames) {
+    Arena forMessage(long payload, int frames) {
         long need = payload + 64L * frames;
         if (payload >= ALONE) {
             return Arena.ofShared();
         }
         if (payload > SMALL || need > SLAB / 4) {
-            synchronized (MessageScopes.class) {
+            synchronized (this) {
                 if (group == null || group.payload + payload > GROUP_BYTES || group.members >= GROUP_MESSAGES) {
                     group = new Group(); // a full one closes when its last message does
                 }
                 return new GroupScope(group, payload);
             }
         }
-        synchronized (MessageScopes.class) {
+        synchronized (this) {
             if (current == null || current.left() < need) {
                 if (current != null) {
                     current.retire();
@@ -164,8 +166,11 @@ final class MessageScopes {
         }
     }
 
-    /** New messages go to a new slab and group from now on (tests: scopes of their own). */
-    static synchronized void startAfresh() {
+    /**
+     * New messages go to a new slab and group from now on; the current ones close when their last
+     * message does. What a transport does when its context closes (and tests, for scopes of their own).
+     */
+    synchronized void startAfresh() {
         group = null;
         if (current != null) {
             current.retire();
@@ -173,8 +178,8 @@ final class MessageScopes {
         }
     }
 
-    /** One shared arena for several medium messages; its fields are guarded by {@code MessageScopes.class}. */
-    private static final class Group {
+    /** One shared arena for several medium messages; its fields are guarded by the owning {@code MessageScopes}. */
+    private final class Group {
         final Arena arena = Arena.ofShared();
         long payload;
         int members;
@@ -183,7 +188,7 @@ final class MessageScopes {
         /** A member closed: with none left open, the group closes (and new messages start another). */
         void leave() {
             boolean close;
-            synchronized (MessageScopes.class) {
+            synchronized (MessageScopes.this) {
                 close = --open == 0;
                 if (close && group == this) {
                     group = null;
@@ -200,7 +205,7 @@ final class MessageScopes {
         private final Group g;
         private boolean closed;
 
-        /** With {@code MessageScopes.class} held. */
+        /** With the owning {@code MessageScopes} held. */
         GroupScope(Group g, long payload) {
             this.g = g;
             g.payload += payload;

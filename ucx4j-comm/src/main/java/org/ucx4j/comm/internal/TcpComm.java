@@ -12,7 +12,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Semaphore;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.ucx4j.comm.CommClosedException;
 import org.ucx4j.comm.CommException;
 import org.ucx4j.comm.CommOptions;
@@ -31,7 +30,6 @@ import org.ucx4j.comm.Message;
  * 64 KiB buffer and large frames straight into their memory.
  */
 final class TcpComm extends AbstractComm {
-    private static final AtomicInteger READERS = new AtomicInteger();
     private static final int READ_BUFFER = 64 * 1024;
     /** Heap frames go out in slices this big (the JDK copies heap buffers into a temporary direct one). */
     private static final long HEAP_SLICE = 1 << 20;
@@ -45,13 +43,16 @@ final class TcpComm extends AbstractComm {
     private final ArrayDeque<PendingWrite> writes = new ArrayDeque<>();
     private boolean writing;
     private volatile boolean released;
+    /** The arenas received messages live in: the transport's (its comm context's). */
+    private final MessageScopes scopes;
 
     private record PendingWrite(ByteBuffer[] buffers, CompletableFuture<Void> done) {}
 
-    TcpComm(SocketChannel channel, CommOptions options, URI local, URI peer, String peerIdentity) {
+    TcpComm(SocketChannel channel, MessageScopes scopes, CommOptions options, URI local, URI peer, String peerIdentity) {
         super(options, local, peer, peerIdentity);
         this.channel = channel;
-        Thread t = new Thread(this::readLoop, "ucx4j-tcp-reader-" + READERS.incrementAndGet());
+        this.scopes = scopes;
+        Thread t = new Thread(this::readLoop, "ucx4j-tcp-reader " + peer);
         t.setDaemon(true);
         t.start();
         start();
@@ -113,7 +114,7 @@ final class TcpComm extends AbstractComm {
             readFully(table);
             t = WireFormat.readTable(table, 0, h.frameCount(), options.maxFrameSize());
         }
-        Arena scope = MessageScopes.forMessage(t.total(), h.frameCount());
+        Arena scope = scopes.forMessage(t.total(), h.frameCount());
         List<Frame> frames = new ArrayList<>(h.frameCount());
         try {
             for (int i = 0; i < h.frameCount(); i++) {

@@ -29,6 +29,15 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
     /** Creates the transport (ServiceLoader). */
     public TcpTransport() {}
 
+    /** The arenas this instance's comms receive into (its {@link org.ucx4j.comm.CommContext}'s). */
+    private final MessageScopes scopes = new MessageScopes();
+
+    /** New messages start fresh slabs; the current ones close with their last message. */
+    @Override
+    public void close() {
+        scopes.startAfresh();
+    }
+
     @Override
     public Set<String> schemes() {
         return Set.of(SCHEME);
@@ -47,7 +56,7 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
         }
         Listener l;
         try {
-            l = new Listener(server, handler, options);
+            l = new Listener(server, scopes, handler, options);
         } catch (IOException e) {
             closeQuietly(server);
             throw new CommException("cannot listen on " + address + ": " + e.getMessage(), e);
@@ -82,7 +91,7 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
                     URI local = Addresses.uri(SCHEME, (InetSocketAddress) c.getLocalAddress());
                     URI peer = Addresses.uri(SCHEME, (InetSocketAddress) c.getRemoteAddress());
                     Handshake.Result r = Handshake.client(new StreamHandshakeChannel(c), options, 0, peer.toString(), null);
-                    return new TcpComm(c, options, local, peer, r.peerIdentity());
+                    return new TcpComm(c, scopes, options, local, peer, r.peerIdentity());
                 });
                 if (!f.complete(comm)) {
                     comm.abort();
@@ -112,14 +121,17 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
     /** A listening socket and its accept thread. */
     private static final class Listener implements CommListener {
         private final ServerSocketChannel server;
+        private final MessageScopes scopes;
         private final CommHandler handler;
         private final CommOptions options;
         private final InetSocketAddress address;
         private final URI uri;
         private final AtomicBoolean closed = new AtomicBoolean();
 
-        Listener(ServerSocketChannel server, CommHandler handler, CommOptions options) throws IOException {
+        Listener(ServerSocketChannel server, MessageScopes scopes, CommHandler handler, CommOptions options)
+                throws IOException {
             this.server = server;
+            this.scopes = scopes;
             this.handler = handler;
             this.options = options;
             this.address = (InetSocketAddress) server.getLocalAddress();
@@ -152,7 +164,7 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
                     URI local = Addresses.uri(SCHEME, (InetSocketAddress) c.getLocalAddress());
                     URI peer = Addresses.uri(SCHEME, (InetSocketAddress) c.getRemoteAddress());
                     Handshake.Result r = Handshake.listener(new StreamHandshakeChannel(c), options, 0, peer.toString(), null);
-                    return new TcpComm(c, options, local, peer, r.peerIdentity());
+                    return new TcpComm(c, scopes, options, local, peer, r.peerIdentity());
                 });
             } catch (RuntimeException e) {
                 LOG.warn("{}: refused a connection: {}", uri, e.getMessage());

@@ -52,15 +52,17 @@ final class UcxComm extends AbstractComm {
     /** Messages posted and not yet completed; the close marker waits for them (UCX's flush does not). */
     private long sending;
     private CompletableFuture<Void> drained;
+    private final MessageScopes scopes;
 
     UcxComm(UcxEndpoint endpoint, long myTag, long peerTag, CommOptions options, URI local, URI peer, String peerIdentity,
-            Runnable onRelease) {
+            UcxRuntime runtime) {
         super(options, local, peer, peerIdentity);
+        this.scopes = runtime.scopes;
         this.endpoint = endpoint;
         this.worker = endpoint.worker();
         this.myTag = myTag;
         this.peerTag = peerTag;
-        this.onRelease = onRelease;
+        this.onRelease = runtime::release;
         this.headerBuffer = headerArena.allocate(INLINE_LIMIT, 64);
         start();
     }
@@ -271,7 +273,7 @@ final class UcxComm extends AbstractComm {
      * then lets the next header receive go.
      */
     private void receiveFrames(Incoming in, WireFormat.Header h, WireFormat.Table t, long inlineAt) {
-        Arena scope = MessageScopes.forMessage(t.total(), h.frameCount());
+        Arena scope = scopes.forMessage(t.total(), h.frameCount());
         List<Frame> frames = new ArrayList<>(h.frameCount());
         List<MemorySegment> toReceive = new ArrayList<>();
         long expected = 0;

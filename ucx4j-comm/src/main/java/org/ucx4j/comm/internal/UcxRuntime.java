@@ -1,8 +1,5 @@
 package org.ucx4j.comm.internal;
 
-import java.time.Duration;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -16,9 +13,9 @@ import org.ucx4j.WorkerOptions;
 
 /**
  * The UCX context and the one worker shared by every {@code ucx://} comm and listener of one
- * configuration (as distributed-ucxx and UCXX use one worker per process), counted by its users and
- * closed a short while after the last one leaves, so that a burst of short connections does not pay
- * for a new context each time.
+ * configuration in one {@link org.ucx4j.comm.CommContext} (as distributed-ucxx and UCXX use one worker
+ * per process), counted by its users; {@link UcxRuntimes} closes it a short while after the last one
+ * leaves, so that a burst of short connections does not pay for a new context each time.
  *
  * <p>One worker, not one per listener: UCX up to 1.16 aborts the process
  * ({@code async.c: Assertion `handler->async == async'}) when an event missed by one worker's async
@@ -39,22 +36,25 @@ final class UcxRuntime {
     static final long TAG_PREFIX = 0x55344A0000000000L;
     /** Accept tags: {@code ACCEPT_TAGS | n} for listener n; comm tags stay below. */
     static final long ACCEPT_TAGS = TAG_PREFIX | 0xFF00000000L;
-    private static final Duration LINGER = Duration.ofSeconds(2);
-    private static final Map<Key, UcxRuntime> RUNTIMES = new HashMap<>();
+    record Key(UcxConfig.UcxSettings settings, WorkerOptions workerOptions) {}
 
-    private record Key(UcxConfig.UcxSettings settings, WorkerOptions workerOptions) {}
-
-    private final Key key;
+    private final UcxRuntimes owner;
+    final Key key;
     final UcxConfig config;
     final UcxContext context;
     final UcxWorker worker;
     /** Hands out this worker's comm tags: unique per worker is all that matching needs. */
     private final AtomicLong tags = new AtomicLong();
     private final AtomicLong acceptors = new AtomicLong();
-    private int users;
-    private CompletableFuture<Void> closing;
+    /** The arenas received messages of this runtime's comms live in. */
+    final MessageScopes scopes = new MessageScopes();
+    /** Guarded by the owner. */
+    int users;
+    /** The linger timer after the last user left; guarded by the owner. */
+    CompletableFuture<Void> closing;
 
-    private UcxRuntime(Key key, UcxConfig config) {
+    UcxRuntime(UcxRuntimes owner, Key key, UcxConfig config) {
+        this.owner = owner;
         this.key = key;
         this.config = config;
         Ucx.configure(config);
@@ -73,27 +73,9 @@ final class UcxRuntime {
                 .peerErrorHandling(config.get(UcxKeys.PEER_ERROR_HANDLING)).name(name).build();
     }
 
-    /** The runtime for a configuration, created on first use; pair with {@link #release()}. */
-    static UcxRuntime acquire(UcxConfig config) {
-        Key key = new Key(config.ucxSettings(), workerOptions(config, "ucx4j-comm"));
-        synchronized (RUNTIMES) {
-            UcxRuntime r = RUNTIMES.get(key);
-            if (r == null) {
-                r = new UcxRuntime(key, config);
-                RUNTIMES.put(key, r);
-            }
-            r.users++;
-            if (r.closing != null) {
-                r.closing.cancel(false);
-                r.closing = null;
-            }
-            return r;
-        }
-    }
-
     /** One more user of a runtime already held (a listener's accepted comm); pair with {@link #release()}. */
     void retain() {
-        synchronized (RUNTIMES) {
+        synchronized (owner) {
             if (users <= 0) {
                 throw new IllegalStateException("retain() on a runtime nobody holds");
             }
@@ -101,23 +83,14 @@ final class UcxRuntime {
         }
     }
 
-    /** One user less; the last one schedules the close (never closes on the caller's thread, which may be UCX's). */
+    /** One user less; the owner closes it after the last (never on the caller's thread, which may be UCX's). */
     void release() {
-        synchronized (RUNTIMES) {
-            if (--users > 0) {
-                return;
-            }
-            closing = CommTimers.after(LINGER, this::closeIfUnused);
-        }
+        owner.released(this);
     }
 
-    private void closeIfUnused() {
-        synchronized (RUNTIMES) {
-            if (users > 0 || RUNTIMES.get(key) != this) {
-                return;
-            }
-            RUNTIMES.remove(key);
-        }
+    /** Closes the worker and the context; the owner has already forgotten this runtime. */
+    void close() {
+        scopes.startAfresh();
         try {
             worker.close();
         } catch (RuntimeException e) {
@@ -127,26 +100,6 @@ final class UcxRuntime {
             context.close();
         } catch (RuntimeException e) {
             LOG.warn("closing the ucx4j-comm UCX context failed", e);
-        }
-    }
-
-    /** Closes every idle runtime now (tests' leak checks). */
-    static void closeIdle() {
-        java.util.List<UcxRuntime> idle = new java.util.ArrayList<>();
-        synchronized (RUNTIMES) {
-            for (UcxRuntime r : RUNTIMES.values()) {
-                if (r.users == 0) {
-                    idle.add(r);
-                }
-            }
-        }
-        idle.forEach(UcxRuntime::closeIfUnused);
-    }
-
-    /** How many runtimes are open (tests). */
-    static int open() {
-        synchronized (RUNTIMES) {
-            return RUNTIMES.size();
         }
     }
 

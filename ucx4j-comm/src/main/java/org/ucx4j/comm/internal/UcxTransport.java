@@ -37,8 +37,17 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
     private static final Logger LOG = LoggerFactory.getLogger(UcxTransport.class);
     static final String WORKER_SCHEME = "ucx-worker";
 
-    /** Creates the transport (ServiceLoader). */
+    /** This instance's UCX contexts and workers (its {@link org.ucx4j.comm.CommContext}'s). */
+    private final UcxRuntimes runtimes = new UcxRuntimes();
+
+    /** Creates the transport (ServiceLoader, once per {@link org.ucx4j.comm.CommContext}). */
     public UcxTransport() {}
+
+    /** Closes the unused UCX runtimes now; the others close when their last comm or listener does. */
+    @Override
+    public void close() {
+        runtimes.close();
+    }
 
     @Override
     public Set<String> schemes() {
@@ -99,7 +108,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         }
         UcxRuntime rt;
         try {
-            rt = UcxRuntime.acquire(options.config());
+            rt = runtimes.acquire(options.config());
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(new CommException("UCX is not usable for " + address + ": "
                     + e.getMessage(), e));
@@ -122,7 +131,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                                 Handshake.Result r = Handshake.client(new UcxStreamChannel(e), options, myTag,
                                         peer.toString(), null);
                                 URI local = parseOr(r.addressSeenByPeer(), peer);
-                                return new UcxComm(e, myTag, r.peerTag(), options, local, peer, r.peerIdentity(), rt::release);
+                                return new UcxComm(e, myTag, r.peerTag(), options, local, peer, r.peerIdentity(), rt);
                             }
                             UcxEndpoint e = rt.worker.await(rt.worker.connectAsync(wa.worker(), onError));
                             ep.set(e);
@@ -130,7 +139,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                             URI local = workerUri(rt.worker.address(), 0);
                             Handshake.Result r = Handshake.client(ch, options, myTag, address.toString(),
                                     rt.worker.address().bytes());
-                            return new UcxComm(e, myTag, r.peerTag(), options, local, address, r.peerIdentity(), rt::release);
+                            return new UcxComm(e, myTag, r.peerTag(), options, local, address, r.peerIdentity(), rt);
                         });
                 comm.set(c);
                 if (!f.complete(c)) {
@@ -224,7 +233,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             throw new IllegalArgumentException("listen on a ucx:// address; its listener publishes a ucx-worker:// one");
         }
         InetSocketAddress bind = Addresses.socketAddress(address);
-        UcxRuntime rt = UcxRuntime.acquire(options.config());
+        UcxRuntime rt = runtimes.acquire(options.config());
         try {
             return new Listener(rt, address.getScheme().toLowerCase(java.util.Locale.ROOT), bind, handler, options);
         } catch (RuntimeException e) {
@@ -306,7 +315,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         private UcxComm accepted(UcxEndpoint ep, long myTag, Handshake.Result r, URI local, URI peer) {
             rt.retain();
             try {
-                return new UcxComm(ep, myTag, r.peerTag(), options, local, peer, r.peerIdentity(), rt::release);
+                return new UcxComm(ep, myTag, r.peerTag(), options, local, peer, r.peerIdentity(), rt);
             } catch (RuntimeException e) {
                 rt.release();
                 throw e;

@@ -47,4 +47,11 @@ public interface Transport {
      *     {@link org.ucx4j.comm.CommAuthenticationException}, {@link org.ucx4j.comm.CommException})
      */
     CompletableFuture<Comm> connectAsync(URI address, CommOptions options);
+
+    /**
+     * Releases what this instance holds (UCX contexts and workers, cached memory, a name space); called
+     * once, when the {@link org.ucx4j.comm.CommContext} that loaded it closes. Comms and listeners
+     * still open keep working until their owners close them. The default does nothing.
+     */
+    default void close() {}
 }

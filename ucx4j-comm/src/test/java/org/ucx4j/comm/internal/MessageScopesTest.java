@@ -17,12 +17,15 @@ import org.ucx4j.HostBufferPool;
 
 /** Small messages share slabs; a slab is freed once full and every message in it was closed. */
 class MessageScopesTest {
+    /** Each test has scopes of its own (JUnit makes an instance per test). */
+    private final MessageScopes messageScopes = new MessageScopes();
+
     @Test
     void slabsAreSharedAndFreedWhenFullAndEveryMessageClosed() {
         List<Arena> scopes = new ArrayList<>();
         List<MemorySegment> frames = new ArrayList<>();
         for (int i = 0; i < 60; i++) {
-            Arena a = MessageScopes.forMessage(60_000, 1);
+            Arena a = messageScopes.forMessage(60_000, 1);
             MemorySegment s = a.allocate(60_000, 64);
             s.fill((byte) i);
             scopes.add(a);
@@ -46,11 +49,10 @@ class MessageScopesTest {
 
     @Test
     void framesFromThePoolStillFillASlabSoTheirBuffersGoBack() {
-        MessageScopes.startAfresh();
         HostBufferPool pool = HostBufferPool.create(64L << 20);
         List<Arena> scopes = new ArrayList<>();
         for (int i = 0; i < 40; i++) { // 64 KiB: a slab's message size, and the pool's smallest class
-            Arena a = MessageScopes.forMessage(HostBufferPool.MIN_POOLED, 1);
+            Arena a = messageScopes.forMessage(HostBufferPool.MIN_POOLED, 1);
             pool.allocate(HostBufferPool.MIN_POOLED, a);
             scopes.add(a);
         }
@@ -68,8 +70,8 @@ class MessageScopesTest {
 
     @Test
     void largeMessagesGetAnArenaOfTheirOwn() {
-        Arena a = MessageScopes.forMessage(MessageScopes.ALONE, 1);
-        Arena b = MessageScopes.forMessage(MessageScopes.ALONE, 1);
+        Arena a = messageScopes.forMessage(MessageScopes.ALONE, 1);
+        Arena b = messageScopes.forMessage(MessageScopes.ALONE, 1);
         MemorySegment s = a.allocate(1 << 20, 64);
         assertNotSame(a.scope(), b.scope());
         a.close();
@@ -79,9 +81,8 @@ class MessageScopesTest {
 
     @Test
     void mediumMessagesShareAGroupThatClosesWithItsLastOpenMessage() {
-        MessageScopes.startAfresh(); // not a group a message of another test left open
-        Arena a = MessageScopes.forMessage(1 << 20, 1);
-        Arena b = MessageScopes.forMessage(1 << 20, 1);
+        Arena a = messageScopes.forMessage(1 << 20, 1);
+        Arena b = messageScopes.forMessage(1 << 20, 1);
         MemorySegment sa = a.allocate(1 << 20, 64);
         MemorySegment sb = b.allocate(1 << 20, 64);
         sa.fill((byte) 1);
@@ -94,19 +95,18 @@ class MessageScopesTest {
         assertEquals((byte) 1, sa.get(ValueLayout.JAVA_BYTE, 0), "a's stale bytes are its own");
         b.close();
         assertFalse(sb.scope().isAlive(), "no open message left: the group closed");
-        Arena c = MessageScopes.forMessage(1 << 20, 1);
+        Arena c = messageScopes.forMessage(1 << 20, 1);
         assertTrue(c.scope().isAlive(), "the next message starts a new group");
         c.close();
     }
 
     @Test
     void aFullGroupHandsOverToANewOne() {
-        MessageScopes.startAfresh();
         List<Arena> open = new ArrayList<>();
         for (long bytes = 0; bytes < MessageScopes.GROUP_BYTES; bytes += 8L << 20) {
-            open.add(MessageScopes.forMessage(8L << 20, 1));
+            open.add(messageScopes.forMessage(8L << 20, 1));
         }
-        Arena next = MessageScopes.forMessage(8L << 20, 1);
+        Arena next = messageScopes.forMessage(8L << 20, 1);
         assertNotSame(open.getFirst().scope(), next.scope(), "64 MiB in the first group: a second one");
         for (Arena a : open) {
             a.close();
