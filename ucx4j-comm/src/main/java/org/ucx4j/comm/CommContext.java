@@ -24,8 +24,10 @@ import org.ucx4j.comm.spi.Transport;
  * {@code inproc://} listeners.
  *
  * <p>Lifetime: a UCX worker stays a short while after its last comm or listener closes, so that a burst
- * of short connections does not pay for a new UCX context each time. {@link #close()} ends that at once:
- * what nobody uses is released before it returns, and what comms and listeners still use is released
+ * of short connections does not pay for a new UCX context each time; a closed {@code ucx://} comm keeps
+ * its endpoint until the peer has read everything and hung up (at most 30 s, or the close timeout).
+ * {@link #close()} ends both at once: closed comms' endpoints close by force (what their peers have not
+ * read yet is dropped), what nobody uses is released, and what open comms and listeners use is released
  * when they close (they keep working until then); new connections and listeners are refused.
  *
  * <p>{@link Comms}' static methods use {@link #shared()}, the process-wide context, created on first

@@ -48,19 +48,23 @@ class CommContextTest {
     }
 
     @Test
-    void closingTheContextEndsItsUcxWorker() throws Exception {
+    void closingTheContextEndsItsUcxWorkerAndClosedCommsLingers() throws Exception {
         NativeUcxAccess.require();
         Set<Thread> before = Thread.getAllStackTraces().keySet();
         CommContext ctx = CommContext.create();
-        CommListener l = ctx.listen(URI.create("ucx://127.0.0.1:0"), Comm::close, CommOptions.defaults());
+        CommListener l = ctx.listen(URI.create("ucx://127.0.0.1:0"), CommConformanceTest::echo, CommOptions.defaults());
         List<Thread> progress = Thread.getAllStackTraces().keySet().stream()
                 .filter(t -> !before.contains(t) && t.getName().startsWith("ucx4j-comm") && t.getName().endsWith("-progress"))
                 .toList();
         assertFalse(progress.isEmpty(), "the context's UCX worker has a progress thread");
+        try (Comm c = ctx.connect(l.address(), CommOptions.defaults())) {
+            c.write(Message.ofBytes(new byte[] {42}));
+            c.read(Duration.ofSeconds(10)).close();
+        } // a closed ucx:// comm keeps its endpoint until the peer hangs up (up to 30 s)
         l.close();
-        ctx.close();
+        ctx.close(); // ends that linger, and the worker with the last user
         for (Thread t : progress) {
-            t.join(Duration.ofSeconds(30)); // a condition (the thread ended), with a deadline
+            t.join(Duration.ofSeconds(20)); // a condition (the thread ended), with a deadline below the linger
         }
         assertTrue(progress.stream().noneMatch(Thread::isAlive), "the worker's progress thread ended");
     }

@@ -41,7 +41,7 @@ final class UcxComm extends AbstractComm {
     private final UcxWorker worker;
     private final long myTag;
     private final long peerTag;
-    private final Runnable onRelease;
+    private final UcxRuntime runtime;
     private final MemorySegment headerBuffer;
     private final Arena headerArena = Arena.ofShared();
     private final Object sendLock = new Object();
@@ -62,7 +62,7 @@ final class UcxComm extends AbstractComm {
         this.worker = endpoint.worker();
         this.myTag = myTag;
         this.peerTag = peerTag;
-        this.onRelease = runtime::release;
+        this.runtime = runtime;
         this.headerBuffer = headerArena.allocate(INLINE_LIMIT, 64);
         start();
     }
@@ -479,9 +479,11 @@ final class UcxComm extends AbstractComm {
             }
             released = true;
             if (graceful && closeSent) {
-                lingering = true;
-                CommTimers.after(linger(), () -> closeEndpoint(CloseMode.FORCE));
-                return;
+                if (runtime.lingering(this)) {
+                    lingering = true;
+                    CommTimers.after(linger(), this::endLinger);
+                    return;
+                }
             }
         }
         closeEndpoint(graceful ? CloseMode.FLUSH : CloseMode.FORCE);
@@ -513,6 +515,14 @@ final class UcxComm extends AbstractComm {
         }
     }
 
+    /**
+     * Ends this closed comm's linger now: its endpoint closes by force. The linger time is up, or the
+     * comm context is closing (its owner is done: what the peer has not read yet is dropped).
+     */
+    void endLinger() {
+        closeEndpoint(CloseMode.FORCE);
+    }
+
     private void closeEndpoint(CloseMode mode) {
         synchronized (sendLock) {
             if (endpointClosed) {
@@ -531,7 +541,8 @@ final class UcxComm extends AbstractComm {
         // The header buffer may be the target of a receive until the endpoint is closed.
         CommTimers.elsewhere(() -> {
             headerArena.close();
-            onRelease.run();
+            runtime.notLingering(this);
+            runtime.release();
         });
     }
 

@@ -1,6 +1,9 @@
 package org.ucx4j.comm.internal;
 
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -48,6 +51,8 @@ final class UcxRuntime {
     private final AtomicLong acceptors = new AtomicLong();
     /** The arenas received messages of this runtime's comms live in. */
     final MessageScopes scopes = new MessageScopes();
+    /** Closed comms whose endpoints wait for the peer to hang up (see {@link UcxComm#endLinger()}). */
+    private final Set<UcxComm> lingering = ConcurrentHashMap.newKeySet();
     /** Guarded by the owner. */
     int users;
     /** The linger timer after the last user left; guarded by the owner. */
@@ -86,6 +91,27 @@ final class UcxRuntime {
     /** One user less; the owner closes it after the last (never on the caller's thread, which may be UCX's). */
     void release() {
         owner.released(this);
+    }
+
+    /** Registers a closed comm that waits for its peer; false when the comm context is closing (close now). */
+    boolean lingering(UcxComm comm) {
+        lingering.add(comm);
+        if (owner.isClosed()) { // after the add: a concurrent close either sees the comm or is seen here
+            lingering.remove(comm);
+            return false;
+        }
+        return true;
+    }
+
+    void notLingering(UcxComm comm) {
+        lingering.remove(comm);
+    }
+
+    /** The comm context is closing: closed comms stop waiting for their peers. */
+    void endLingers() {
+        for (UcxComm c : List.copyOf(lingering)) {
+            c.endLinger();
+        }
     }
 
     /** Closes the worker and the context; the owner has already forgotten this runtime. */

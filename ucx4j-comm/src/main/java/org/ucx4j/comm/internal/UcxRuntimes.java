@@ -69,13 +69,15 @@ final class UcxRuntimes {
     }
 
     /**
-     * Refuses new runtimes and closes the unused ones now; the others close when their last user
-     * leaves, without lingering. Idempotent.
+     * Refuses new runtimes, ends the linger of closed comms' endpoints, and closes the unused runtimes
+     * now; the others close when their last user leaves, without lingering. Idempotent.
      */
     void close() {
         List<UcxRuntime> idle = new ArrayList<>();
+        List<UcxRuntime> all;
         synchronized (this) {
             closed = true;
+            all = List.copyOf(runtimes.values());
             for (UcxRuntime r : runtimes.values()) {
                 if (r.users == 0) {
                     if (r.closing != null) {
@@ -86,7 +88,13 @@ final class UcxRuntimes {
                 }
             }
         }
+        all.forEach(UcxRuntime::endLingers);
         idle.forEach(this::closeIfUnused);
+    }
+
+    /** Whether {@link #close()} was called. */
+    synchronized boolean isClosed() {
+        return closed;
     }
 
     /** How many runtimes are open. */

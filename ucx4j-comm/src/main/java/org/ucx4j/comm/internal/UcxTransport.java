@@ -43,7 +43,10 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
     /** Creates the transport (ServiceLoader, once per {@link org.ucx4j.comm.CommContext}). */
     public UcxTransport() {}
 
-    /** Closes the unused UCX runtimes now; the others close when their last comm or listener does. */
+    /**
+     * Ends closed comms' endpoint lingers and closes the unused UCX runtimes now; the others close when
+     * their last comm or listener does.
+     */
     @Override
     public void close() {
         runtimes.close();
