@@ -1,6 +1,6 @@
 /**
  * UCX for the JVM: the public API of ucx4j-core. {@code org.ucx4j.spi} holds the hooks ucx4j's own
- * optional modules plug into ({@code UcxExtension}); everything else (the FFM bindings, the worker's
+ * optional modules plug into ({@code UcxExtension}, {@code ConfigKeySet}); everything else (the FFM bindings, the worker's
  * progress engine and operation table) is in {@code org.ucx4j.internal}, which the module does not
  * export.
  *
@@ -13,9 +13,11 @@
  * <tbody>
  * <tr><td>Entry, availability</td><td>{@link org.ucx4j.Ucx}</td>
  *     <td>{@code isAvailable}, {@code ensureAvailable}, {@code configure}</td></tr>
- * <tr><td>Configuration</td><td>{@link org.ucx4j.UcxConfig}, {@link org.ucx4j.ConfigEntry},
+ * <tr><td>Configuration</td><td>{@link org.ucx4j.UcxConfig}, {@link org.ucx4j.UcxKeys},
+ *     {@link org.ucx4j.ConfigKey}, {@link org.ucx4j.ConfigEntry}, {@link org.ucx4j.ByteSize},
  *     {@link org.ucx4j.Feature}, {@link org.ucx4j.ProgressMode}, {@link org.ucx4j.WorkerOptions}</td>
- *     <td>{@code UcxConfig.builder()}, {@code UcxConfig.load()}, {@code WorkerOptions.builder()}</td></tr>
+ *     <td>{@code UcxConfig.load()}, {@code builder()}, {@code get}/{@code find}/{@code set(KEY)};
+ *     {@code ByteSize.parse}; {@code WorkerOptions.builder()}</td></tr>
  * <tr><td>Context ({@code ucp_context_h})</td><td>{@link org.ucx4j.UcxContext}</td>
  *     <td>{@code create}, {@code builder}, {@code newWorker}, {@code mapMemory}, {@code allocateMemory},
  *     {@code transports}, {@code describe}, {@code close}</td></tr>

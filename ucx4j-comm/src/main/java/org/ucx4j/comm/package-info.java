@@ -24,7 +24,7 @@
  *     {@code close} (a received message owns its frames' memory until closed)</td></tr>
  * <tr><td>Receive memory</td><td>{@link org.ucx4j.comm.FrameAllocator}</td>
  *     <td>{@code FrameAllocator.host()}, or your own (device memory, pools)</td></tr>
- * <tr><td>Options</td><td>{@link org.ucx4j.comm.CommOptions}</td>
+ * <tr><td>Options</td><td>{@link org.ucx4j.comm.CommOptions}, {@link org.ucx4j.comm.CommKeys}</td>
  *     <td>{@code CommOptions.builder()}: the UCX configuration, identity, shared secret, timeouts,
  *     frame limits, allocator</td></tr>
  * <tr><td>Errors</td><td>{@link org.ucx4j.comm.CommException} and the subclasses callers branch on:
