@@ -4,6 +4,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import org.ucx4j.internal.Libc;
+import org.ucx4j.internal.NativeLinker;
 
 /**
  * Host memory for large buffers that come and go at a high rate, such as the frames of received
@@ -66,7 +67,7 @@ public final class HostBufferPool {
         return SHARED;
     }
 
-    @SuppressWarnings("unchecked")
+    @SuppressWarnings({"unchecked", "rawtypes"}) // an array of generic deques, filled right below
     private HostBufferPool(long maxRetainedBytes) {
         if (maxRetainedBytes < 0) {
             throw new IllegalArgumentException("maxRetainedBytes must not be negative: " + maxRetainedBytes);
@@ -97,10 +98,10 @@ public final class HostBufferPool {
             long size = classBytes(c);
             MemorySegment raw = Libc.malloc(size + PAGE);
             long aligned = (raw.address() + PAGE - 1) & -PAGE;
-            chunk = new Chunk(raw, MemorySegment.ofAddress(aligned).reinterpret(size), c);
+            chunk = new Chunk(raw, NativeLinker.view(MemorySegment.ofAddress(aligned), size), c);
         }
         Chunk mine = chunk;
-        return mine.aligned().reinterpret(byteSize, scope, s -> release(mine));
+        return NativeLinker.view(mine.aligned(), byteSize, scope, s -> release(mine));
     }
 
     private synchronized Chunk take(int c) {

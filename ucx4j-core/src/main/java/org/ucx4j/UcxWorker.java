@@ -626,7 +626,7 @@ public final class UcxWorker implements AutoCloseable {
             });
             rt.engine.drive(started, timeout);
             List<UcxFuture<Void>> closes = started.getNow(List.of());
-            CompletableFuture<Void> all = CompletableFuture.allOf(closes.toArray(new CompletableFuture[0]));
+            CompletableFuture<Void> all = CompletableFuture.allOf(closes.toArray(new CompletableFuture<?>[0]));
             rt.engine.drive(all, timeout);
             // Let UCX report what the closes and cancellations completed, briefly.
             CompletableFuture<Void> never = new CompletableFuture<>();

@@ -10,6 +10,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.nio.file.Path;
 import java.util.Optional;
+import java.util.function.Consumer;
 
 /**
  * The one place that touches the restricted parts of {@code java.lang.foreign}: library lookup,
@@ -99,5 +100,21 @@ public final class NativeLinker {
      */
     public static MemorySegment view(MemorySegment address, long size, Arena arena) {
         return address.reinterpret(size, arena, null);
+    }
+
+    /**
+     * Views {@code size} bytes at a raw address whose lifetime {@code arena} stands for, running
+     * {@code cleanup} (with a global-scope view of the same memory) when the arena closes: for memory that
+     * the caller hands out and takes back, such as a pooled buffer.
+     *
+     * @param address the start of the memory
+     * @param size how many bytes the view covers
+     * @param arena the arena whose close ends the view and runs {@code cleanup}
+     * @param cleanup what to do when the arena closes; null for nothing
+     * @return the view
+     */
+    public static MemorySegment view(MemorySegment address, long size, Arena arena,
+                                     Consumer<MemorySegment> cleanup) {
+        return address.reinterpret(size, arena, cleanup);
     }
 }

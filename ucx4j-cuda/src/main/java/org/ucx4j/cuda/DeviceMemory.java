@@ -38,7 +38,7 @@ public final class DeviceMemory implements AutoCloseable {
         this.address = address;
         this.size = size;
         this.arena = Arena.ofShared();
-        this.segment = size == 0 ? MemorySegment.NULL.reinterpret(0, arena, null) : Cuda.view(address, size, arena);
+        this.segment = size == 0 ? Cuda.view(0, 0, arena) : Cuda.view(address, size, arena);
         this.release = release;
     }
 

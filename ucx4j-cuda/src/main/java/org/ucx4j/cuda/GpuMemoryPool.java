@@ -15,6 +15,7 @@ import org.ucx4j.MemoryKind;
 import org.ucx4j.MemoryProvider;
 import org.ucx4j.UcxConfig;
 import org.ucx4j.cuda.internal.CudaDriver;
+import org.ucx4j.cuda.internal.CudaLinker;
 
 /**
  * A GPU memory pool of one device: large {@code cuMemAlloc} slabs, sub-allocated. The counterpart of
@@ -146,14 +147,14 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
     @Override
     public MemorySegment allocate(long byteSize, Arena scope) {
         if (byteSize == 0) {
-            return MemorySegment.NULL.reinterpret(0, scope, null);
+            return CudaLinker.view(0, 0, scope);
         }
         Range r;
         synchronized (this) {
             r = take(byteSize);
         }
         try {
-            return MemorySegment.ofAddress(r.slab.base + r.offset).reinterpret(byteSize, scope, seg -> release(r, null));
+            return CudaLinker.view(r.slab.base + r.offset, byteSize, scope, seg -> release(r, null));
         } catch (RuntimeException e) {
             release(r, null);
             throw e;

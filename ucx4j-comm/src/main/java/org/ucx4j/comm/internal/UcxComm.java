@@ -103,6 +103,8 @@ final class UcxComm extends AbstractComm {
 
     /** How the pipeline ended: the cause and whether the peer closed. */
     private static final class End extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
         final transient CommException reason;
         final boolean peerClosed;
 

@@ -7,6 +7,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.util.Optional;
+import java.util.function.Consumer;
 
 /**
  * The one place in ucx4j-cuda that touches the restricted parts of {@code java.lang.foreign}: opening the
@@ -76,7 +77,21 @@ public final class CudaLinker {
      * @return the view
      */
     public static MemorySegment view(long address, long size, Arena arena) {
-        return MemorySegment.ofAddress(address).reinterpret(size, arena, null);
+        return view(address, size, arena, null);
+    }
+
+    /**
+     * Views {@code size} bytes at an address, valid while {@code arena} is open, and runs {@code cleanup}
+     * when the arena closes (for memory handed out and taken back, such as a pool's).
+     *
+     * @param address the raw address
+     * @param size its size in bytes
+     * @param arena the lifetime the view stands for
+     * @param cleanup what to do when the arena closes; null for nothing
+     * @return the view
+     */
+    public static MemorySegment view(long address, long size, Arena arena, Consumer<MemorySegment> cleanup) {
+        return MemorySegment.ofAddress(address).reinterpret(size, arena, cleanup);
     }
 
     /**
