@@ -18,8 +18,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.ucx4j.testing.PeerProcess;
+import org.ucx4j.testing.PeerMain;
 import org.ucx4j.testing.Loopback;
+import org.ucx4j.testsupport.Requirements;
+import org.ucx4j.testsupport.RunningJvm;
 
 /** Active messages: no receive posted in advance, sizes around the rendezvous threshold, headers, handlers. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -35,7 +37,7 @@ class ActiveMessageTest {
 
     @BeforeEach
     void connect() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         // A low threshold so that small sizes already take the rendezvous path.
         ctx = UcxContext.builder().option("RNDV_THRESH", "1024").build();
         server = ctx.newWorker();
@@ -153,7 +155,7 @@ class ActiveMessageTest {
 
     @Test
     void echoThroughAnotherProcess() throws Exception {
-        try (PeerProcess peer = PeerProcess.start(Map.of(), "am-echo-server")) {
+        try (RunningJvm peer = PeerMain.start(Map.of(), "am-echo-server")) {
             int port = Integer.parseInt(peer.awaitLine("PORT", Duration.ofSeconds(30)));
             try (UcxEndpoint ep = client.connect("127.0.0.1", port)) {
                 int seed = 10;

@@ -18,6 +18,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.ucx4j.testing.Loopback;
+import org.ucx4j.testsupport.Requirements;
 
 /** Close semantics: in-flight operations complete as canceled; close twice is harmless; use after close is refused. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -34,7 +35,7 @@ class CloseTest {
     @ParameterizedTest
     @EnumSource(CloseMode.class)
     void closingAnEndpointCancelsItsPendingReceives(CloseMode mode) throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker();
              Arena arena = Arena.ofShared()) {
             UcxEndpoint ep = Loopback.connect(server, client).client();
@@ -56,7 +57,7 @@ class CloseTest {
 
     @Test
     void closingAWorkerCancelsItsPendingReceives() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         UcxFuture<TagInfo> pending;
         try (UcxContext ctx = UcxContext.create(); Arena arena = Arena.ofShared()) {
             UcxWorker worker = ctx.newWorker();
@@ -71,7 +72,7 @@ class CloseTest {
 
     @Test
     void closeTwiceIsHarmlessAndUseAfterCloseIsRefused() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         UcxContext ctx = UcxContext.create();
         UcxWorker server = ctx.newWorker();
         UcxWorker client = ctx.newWorker();
@@ -95,7 +96,7 @@ class CloseTest {
 
     @Test
     void blockingCallInsideACallbackIsRefused() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker()) {
             UcxEndpoint ep = Loopback.connect(server, client).client();
             AtomicReference<Throwable> seen = new AtomicReference<>();
@@ -133,7 +134,7 @@ class CloseTest {
      */
     @Test
     void destroyingAWorkerWithAnUnfinishedCloseDoesNotCrash() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         WorkerOptions caller = WorkerOptions.builder().progressMode(ProgressMode.CALLER)
                 .closeTimeout(java.time.Duration.ofMillis(300)).build();
         UcxContext ctx = UcxContext.create();

@@ -16,18 +16,20 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testing.EchoProtocol;
-import org.ucx4j.testing.PeerProcess;
+import org.ucx4j.testing.PeerMain;
+import org.ucx4j.testsupport.Requirements;
+import org.ucx4j.testsupport.RunningJvm;
 
 /** Many clients on one listener, and many threads (platform and virtual) on one worker. */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class ConcurrencyTest {
     @Test
     void twentyConcurrentClientsAndOneThatConnectsLate() throws Exception {
-        NativeRequirement.assumeUcx();
-        try (PeerProcess server = PeerProcess.start(Map.of(), "echo-server")) {
+        Requirements.assumeUcx();
+        try (RunningJvm server = PeerMain.start(Map.of(), "echo-server")) {
             int port = Integer.parseInt(server.awaitLine("PORT", Duration.ofSeconds(30)));
-            try (PeerProcess twenty = PeerProcess.start(Map.of(), "clients", "20", String.valueOf(port), "0");
-                 PeerProcess late = PeerProcess.start(Map.of(), "clients", "1", String.valueOf(port), "3000")) {
+            try (RunningJvm twenty = PeerMain.start(Map.of(), "clients", "20", String.valueOf(port), "0");
+                 RunningJvm late = PeerMain.start(Map.of(), "clients", "1", String.valueOf(port), "3000")) {
                 assertEquals("20/20", twenty.awaitLine("DONE", Duration.ofSeconds(120)));
                 assertEquals(0, twenty.waitFor(Duration.ofSeconds(30)));
                 assertEquals("1/1", late.awaitLine("DONE", Duration.ofSeconds(120)));
@@ -39,8 +41,8 @@ class ConcurrencyTest {
 
     @Test
     void manyPlatformAndVirtualThreadsShareOneWorker() throws Exception {
-        NativeRequirement.assumeUcx();
-        try (PeerProcess server = PeerProcess.start(Map.of(), "echo-server");
+        Requirements.assumeUcx();
+        try (RunningJvm server = PeerMain.start(Map.of(), "echo-server");
              UcxContext ctx = UcxContext.create(); UcxWorker worker = ctx.newWorker()) {
             int port = Integer.parseInt(server.awaitLine("PORT", Duration.ofSeconds(30)));
             UcxEndpoint ep = worker.connect("127.0.0.1", port);

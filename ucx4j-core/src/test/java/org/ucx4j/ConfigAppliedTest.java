@@ -8,13 +8,14 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testing.Loopback;
+import org.ucx4j.testsupport.Requirements;
 
 /** The configuration is applied to UCX, not only computed: read back from UCX itself. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ConfigAppliedTest {
     @Test
     void tcpOnlyConfigMakesUcxUseOnlyTcp() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         UcxConfig config = UcxConfig.builder().set(UcxKeys.TCP, true).build();
         try (UcxContext ctx = UcxContext.builder().config(config).build()) {
             assertEquals(java.util.List.of("tcp"), ctx.transports(), "resources: " + ctx.resources());
@@ -33,7 +34,7 @@ class ConfigAppliedTest {
 
     @Test
     void builderOptionsWinOverConfigAndBadOptionsNameTheKey() {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         UcxConfig config = UcxConfig.builder().set(UcxKeys.TCP, true).build();
         try (UcxContext ctx = UcxContext.builder().config(config).option("TLS", "tcp,self").build()) {
             assertTrue(ctx.describeConfig().contains("UCX_TLS=tcp,self\n"));
@@ -48,7 +49,7 @@ class ConfigAppliedTest {
 
     @Test
     void workerOptionsComeFromTheConfig() {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         UcxConfig config = UcxConfig.builder().set(UcxKeys.PROGRESS_MODE, ProgressMode.CALLER)
                 .set(UcxKeys.CONNECT_TIMEOUT, Duration.ofMillis(1500)).set(UcxKeys.PEER_ERROR_HANDLING, false).build();
         try (UcxContext ctx = UcxContext.builder().config(config).build(); UcxWorker w = ctx.newWorker()) {

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.ucx4j.testsupport.Requirements;
 
 /** Connecting where nobody answers, and listening where the port is taken: clear errors, in time. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -23,7 +24,7 @@ class ConnectionErrorsTest {
 
     @Test
     void connectToPortWithoutListenerFailsWithinTheTimeout() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         int port;
         try (ServerSocket s = new ServerSocket(0)) {
             port = s.getLocalPort();
@@ -45,7 +46,7 @@ class ConnectionErrorsTest {
      */
     @Test
     void connectToUnresponsiveAddressTimesOutWithClearError() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         List<Socket> fillers = new ArrayList<>();
         try (ServerSocket silent = new ServerSocket()) {
             silent.bind(new InetSocketAddress("127.0.0.1", 0), 1);
@@ -77,7 +78,7 @@ class ConnectionErrorsTest {
 
     @Test
     void listenOnPortInUseNamesTheProblem() {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         try (UcxContext ctx = UcxContext.create(); UcxWorker a = ctx.newWorker(); UcxWorker b = ctx.newWorker();
              UcxListener first = a.listen(0, ep -> { })) {
             UcxException e = assertThrows(UcxException.class, () -> b.listen(first.port(), ep -> { }));
@@ -88,7 +89,7 @@ class ConnectionErrorsTest {
 
     @Test
     void unresolvableHostIsRejectedAtOnce() {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         try (UcxContext ctx = UcxContext.create(); UcxWorker worker = ctx.newWorker()) {
             UcxException e = assertThrows(UcxUnreachableException.class,
                     () -> worker.connect("no-such-host.invalid", 1234));
@@ -98,7 +99,7 @@ class ConnectionErrorsTest {
 
     @Test
     void handlerThatRejectsFailsTheClientAndCanAcceptOthers() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         java.util.concurrent.atomic.AtomicInteger seen = new java.util.concurrent.atomic.AtomicInteger();
         java.util.concurrent.atomic.AtomicReference<ConnectionRequest> kept = new java.util.concurrent.atomic.AtomicReference<>();
         try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker();

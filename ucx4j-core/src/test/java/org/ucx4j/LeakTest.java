@@ -9,13 +9,14 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testing.NativeResources;
+import org.ucx4j.testsupport.Requirements;
 
 /** 1,000 connect/close cycles leave file descriptors and native memory where they started. */
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class LeakTest {
     @Test
     void thousandConnectCloseCyclesLeakNothing() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker()) {
             AtomicInteger accepted = new AtomicInteger();
             UcxListener listener = server.listen(0, ep -> accepted.incrementAndGet());

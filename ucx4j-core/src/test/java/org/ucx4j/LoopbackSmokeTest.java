@@ -7,12 +7,13 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testing.Loopback;
+import org.ucx4j.testsupport.Requirements;
 
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class LoopbackSmokeTest {
     @Test
     void tagPingPongInOneProcess() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         try (UcxContext ctx = UcxContext.create();
              UcxWorker server = ctx.newWorker();
              UcxWorker client = ctx.newWorker()) {

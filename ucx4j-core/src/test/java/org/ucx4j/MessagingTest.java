@@ -19,7 +19,9 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.ucx4j.testing.EchoProtocol;
-import org.ucx4j.testing.PeerProcess;
+import org.ucx4j.testing.PeerMain;
+import org.ucx4j.testsupport.Requirements;
+import org.ucx4j.testsupport.RunningJvm;
 
 /** Tag and stream round trips against an echo server in another JVM, in every progress mode. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -35,15 +37,15 @@ class MessagingTest {
         return new long[] {0, 1, 8, 4095, 4096, 65_536, (1 << 20) + 3, 8 << 20, 64L << 20};
     }
 
-    private PeerProcess peer;
+    private RunningJvm peer;
     private int port;
     private UcxContext context;
     private int nextId = 1;
 
     @BeforeAll
     void startPeer() throws Exception {
-        NativeRequirement.assumeUcx();
-        peer = PeerProcess.start(Map.of(), java.util.List.of("-Ducx4jtest.trace=" + Boolean.getBoolean("ucx4jtest.trace")), "echo-server");
+        Requirements.assumeUcx();
+        peer = PeerMain.start(Map.of(), java.util.List.of("-Ducx4jtest.trace=" + Boolean.getBoolean("ucx4jtest.trace")), "echo-server");
         port = Integer.parseInt(peer.awaitLine("PORT", Duration.ofSeconds(30)));
         context = UcxContext.create();
     }

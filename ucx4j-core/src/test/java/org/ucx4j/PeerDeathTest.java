@@ -18,7 +18,9 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testing.EchoProtocol;
-import org.ucx4j.testing.PeerProcess;
+import org.ucx4j.testing.PeerMain;
+import org.ucx4j.testsupport.Requirements;
+import org.ucx4j.testsupport.RunningJvm;
 
 /** A peer killed with {@code kill -9} mid-transfer: everything pending fails in bounded time, nothing hangs. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -28,8 +30,8 @@ class PeerDeathTest {
 
     @Test
     void killedPeerFailsEveryPendingOperationAndTheWorkerStaysUsable() throws Exception {
-        NativeRequirement.assumeUcx();
-        try (PeerProcess peer = PeerProcess.start(Map.of("UCX_KEEPALIVE_INTERVAL", "1s"), "sink-server");
+        Requirements.assumeUcx();
+        try (RunningJvm peer = PeerMain.start(Map.of("UCX_KEEPALIVE_INTERVAL", "1s"), "sink-server");
              UcxContext ctx = UcxContext.builder().option("KEEPALIVE_INTERVAL", "1s").build();
              UcxWorker worker = ctx.newWorker();
              Arena arena = Arena.ofShared()) {

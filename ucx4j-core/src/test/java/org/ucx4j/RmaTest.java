@@ -26,8 +26,10 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.ucx4j.testing.EchoProtocol;
-import org.ucx4j.testing.PeerProcess;
+import org.ucx4j.testing.PeerMain;
 import org.ucx4j.testing.RmaProtocol;
+import org.ucx4j.testsupport.Requirements;
+import org.ucx4j.testsupport.RunningJvm;
 
 /**
  * RMA against a peer JVM ({@code PeerMain rma-server}, {@link RmaProtocol}): get checks the peer's
@@ -40,7 +42,7 @@ class RmaTest {
     private static final long[] SIZES = {0, 1, 4, 4096, 8192, 4L << 20};
     private static final Duration BOUND = Duration.ofSeconds(30);
 
-    private static PeerProcess peer;
+    private static RunningJvm peer;
     private static UcxContext ctx;
     private static UcxWorker worker;
     private static UcxEndpoint ep;
@@ -50,8 +52,8 @@ class RmaTest {
 
     @BeforeAll
     static void startPeer() throws Exception {
-        NativeRequirement.assumeUcx();
-        peer = PeerProcess.start(Map.of(), List.of("-Xmx96m"), "rma-server", Long.toString(REGION), "map");
+        Requirements.assumeUcx();
+        peer = PeerMain.start(Map.of(), List.of("-Xmx96m"), "rma-server", Long.toString(REGION), "map");
         port = Integer.parseInt(peer.awaitLine("PORT", Duration.ofSeconds(60)));
         ctx = UcxContext.create();
         worker = ctx.newWorker();
@@ -335,7 +337,7 @@ class RmaTest {
     void oneGibibyteGetAndPutAgainstMemoryUcxAllocatedInThePeer() throws Exception {
         long size = 1L << 30;
         long chunk = 64L << 20;
-        try (PeerProcess big = PeerProcess.start(Map.of(), List.of("-Xmx96m"), "rma-server", Long.toString(size),
+        try (RunningJvm big = PeerMain.start(Map.of(), List.of("-Xmx96m"), "rma-server", Long.toString(size),
                      "allocate");
              UcxContext c = UcxContext.create();
              UcxWorker w = c.newWorker();
@@ -380,7 +382,7 @@ class RmaTest {
     @ParameterizedTest
     @ValueSource(strings = {"map", "allocate"})
     void putAndGetFailInBoundedTimeAfterThePeerIsKilled(String regionKind) throws Exception {
-        try (PeerProcess victim = PeerProcess.start(Map.of("UCX_KEEPALIVE_INTERVAL", "1s"), List.of("-Xmx96m"),
+        try (RunningJvm victim = PeerMain.start(Map.of("UCX_KEEPALIVE_INTERVAL", "1s"), List.of("-Xmx96m"),
                      "rma-server", Long.toString(64L << 20), regionKind);
              UcxContext c = UcxContext.builder().option("KEEPALIVE_INTERVAL", "1s").build();
              UcxWorker w = c.newWorker();

@@ -18,8 +18,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.ucx4j.internal.worker.Iov;
 import org.ucx4j.testing.EchoProtocol;
-import org.ucx4j.testing.PeerProcess;
+import org.ucx4j.testing.PeerMain;
 import org.ucx4j.testing.Loopback;
+import org.ucx4j.testsupport.Requirements;
+import org.ucx4j.testsupport.RunningJvm;
 
 /** Several segments as one message (UCX iov), gathered on send and scattered on receive; some empty. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -60,7 +62,7 @@ class ScatterGatherTest {
     @ParameterizedTest
     @ValueSource(ints = {1, 2, 3, 8, 100})
     void gatherSendScatterReceiveInOneProcess(int n) throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker();
              Arena arena = Arena.ofShared()) {
             Loopback pair = Loopback.connect(server, client);
@@ -106,7 +108,7 @@ class ScatterGatherTest {
 
     @Test
     void scatterReceiveRefusesHeapSegmentsAndEmptyLists() {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         try (UcxContext ctx = UcxContext.create(); UcxWorker w = ctx.newWorker()) {
             assertThrows(IllegalArgumentException.class,
                     () -> w.tagRecvAsync(List.of(MemorySegment.ofArray(new byte[4])), 1, -1L));
@@ -117,8 +119,8 @@ class ScatterGatherTest {
 
     @Test
     void gatheredSendToAnotherProcessComesBackWhole() throws Exception {
-        NativeRequirement.assumeUcx();
-        try (PeerProcess peer = PeerProcess.start(Map.of(), "echo-server");
+        Requirements.assumeUcx();
+        try (RunningJvm peer = PeerMain.start(Map.of(), "echo-server");
              UcxContext ctx = UcxContext.create(); UcxWorker w = ctx.newWorker(); Arena arena = Arena.ofShared()) {
             int port = Integer.parseInt(peer.awaitLine("PORT", Duration.ofSeconds(30)));
             UcxEndpoint ep = w.connect("127.0.0.1", port);

@@ -13,8 +13,9 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.ucx4j.testing.ChildJvm;
+import org.ucx4j.testsupport.ChildJvm;
 import org.ucx4j.testing.SignalChildMain;
+import org.ucx4j.testsupport.Requirements;
 
 /**
  * The JVM takes SIGSEGV for its own purposes (implicit null checks, stack guard pages, safepoint polls);
@@ -39,6 +40,7 @@ class SignalSafetyTest {
                 "[{ match: \"org/ucx4j/testing/SignalChildMain.npeRound\", c2: { Exclude: true } }]\n");
         return ChildJvm.of(SignalChildMain.class)
                 .workDir(dir)
+                .jvm("-Xmx256m", "-XX:+UseSerialGC")
                 .jvm("-XX:+UnlockDiagnosticVMOptions", "-XX:CompilerDirectivesFile=" + directives,
                         "-XX:ErrorFile=" + dir.resolve("hs_err_pid%p.log"), "-Xss1m")
                 .unsetEnv(org.ucx4j.internal.UcxLibrary.LIBRARY_ENV)
@@ -53,7 +55,7 @@ class SignalSafetyTest {
 
     @Test
     void jvmSignalsWithUcxLoadedDoNotCrash(@TempDir Path dir) throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         ChildJvm.Result r = signalChild(dir).run(Duration.ofSeconds(150));
         String out = r.output();
         assertEquals(List.of(), crashReports(dir), "the child JVM crashed; output:\n" + out);
@@ -72,7 +74,7 @@ class SignalSafetyTest {
      */
     @Test
     void userErrorSignalsAreKeptAndTheOutcomeIsReported(@TempDir Path dir) throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         ChildJvm.Result r;
         try {
             r = signalChild(dir).env("UCX_ERROR_SIGNALS", UCX_DEFAULT_ERROR_SIGNALS).run(Duration.ofSeconds(60));

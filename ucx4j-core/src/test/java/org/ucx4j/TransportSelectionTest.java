@@ -7,13 +7,14 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testing.Loopback;
+import org.ucx4j.testsupport.Requirements;
 
 /** Endpoints work with peer error handling off too (UCX may then pick shared memory). */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class TransportSelectionTest {
     @Test
     void endpointsWithoutPeerErrorHandlingCarryMessages() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         WorkerOptions noPeerErrors = WorkerOptions.builder().peerErrorHandling(false).build();
         try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(noPeerErrors);
              UcxWorker client = ctx.newWorker(noPeerErrors)) {

@@ -6,13 +6,14 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testing.Loopback;
+import org.ucx4j.testsupport.Requirements;
 
 /** A receive posted after its message arrived (UCX's unexpected queue) completes at once with the right tag and length. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class UnexpectedMessageTest {
     @Test
     void receivePostedAfterArrivalReportsTagAndLength() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker()) {
             UcxEndpoint c = Loopback.connect(server, client).client();
             for (int i = 1; i <= 5; i++) {

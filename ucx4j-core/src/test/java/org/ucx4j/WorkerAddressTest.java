@@ -16,7 +16,8 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.ucx4j.testing.EchoProtocol;
 import org.ucx4j.testing.PeerMain;
-import org.ucx4j.testing.PeerProcess;
+import org.ucx4j.testsupport.Requirements;
+import org.ucx4j.testsupport.RunningJvm;
 
 /** IP-less connections: endpoints made from worker addresses, with no listener anywhere. */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
@@ -36,7 +37,7 @@ class WorkerAddressTest {
 
     @Test
     void twoWorkersInOneProcessConnectByAddress() {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         try (UcxContext ctx = UcxContext.create(); UcxWorker a = ctx.newWorker(); UcxWorker b = ctx.newWorker()) {
             WorkerAddress address = a.address();
             assertTrue(address.length() > 0);
@@ -51,9 +52,9 @@ class WorkerAddressTest {
 
     @Test
     void twoProcessesExchangeAddressesThroughAFile() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         Path file = dir.resolve("server.address");
-        try (PeerProcess server = PeerProcess.start(Map.of(), "address-server", file.toString());
+        try (RunningJvm server = PeerMain.start(Map.of(), "address-server", file.toString());
              UcxContext ctx = UcxContext.create(); UcxWorker worker = ctx.newWorker();
              Arena arena = Arena.ofShared()) {
             server.awaitLine("ADDRESS-WRITTEN", Duration.ofSeconds(30));

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -14,6 +15,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.ucx4j.Ucx;
+import org.ucx4j.testsupport.ChildJvm;
+import org.ucx4j.testsupport.Requirements;
 
 /**
  * {@code ucx4j demo --quick} end to end in a child JVM (with a bench server JVM per transport): the table
@@ -26,13 +29,14 @@ class DemoChildJvmTest {
 
     @Test
     void quickDemoPrintsTheTableAndWritesThePage() throws Exception {
-        ChildJvm.assumeUcx();
+        Requirements.assumeUcx();
         Path html = dir.resolve("out/demo.html");
-        ChildJvm.Result r = ChildJvm.run(dir, 150, List.of(), "demo", "--quick", "--html", html.toString());
-        assertEquals(0, r.exit(), r.all());
+        ChildJvm.Result r = CliProcess.run(dir, Duration.ofSeconds(150), List.of(), "demo", "--quick", "--html",
+                html.toString());
+        assertEquals(0, r.exitCode(), r.all());
         for (String size : List.of("4 KiB", "1 MiB", "16 MiB")) {
             // | size | ucx MB/s | tcp MB/s | ratio | ucx rt/s | tcp rt/s | ratio |: every cell a number.
-            Matcher row = Pattern.compile("\\|\\s+" + Pattern.quote(size) + "\\s+\\|([^\\n]*)").matcher(r.stdout());
+            Matcher row = Pattern.compile("\\|\\s+" + Pattern.quote(size) + "\\s+\\|([^\\n]*)").matcher(r.output());
             assertTrue(row.find(), "no row for " + size + ": " + r.all());
             String[] cells = row.group(1).split("\\|");
             assertEquals(6, cells.length, row.group());

@@ -3,19 +3,17 @@ package org.ucx4j.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
+import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.ucx4j.testsupport.ChildJvm;
 
 /**
  * {@code ucx4j info --json} in a child JVM whose only configuration is one variable or one file: the
@@ -23,43 +21,28 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class InfoChildJvmTest {
-    private static final Pattern POOL = Pattern.compile(
-            "\"memory-pool\\.size\":\\s*\\{\\s*\"value\":\\s*(\\d+),\\s*\"source\":\\s*\"([^\"]*)\"");
-
     @TempDir
     Path dir;
 
-    private record Result(int exit, String stdout) {}
-
-    private Result info(Map<String, String> env) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>();
-        cmd.add(ProcessHandle.current().info().command().orElse("java"));
-        cmd.add("--enable-native-access=ALL-UNNAMED");
-        cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
-        cmd.add(Main.class.getName());
-        cmd.add("info");
-        cmd.add("--json");
-        ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile());
-        // Only what the test gives: no stray ucx4j or Dask settings from the machine.
-        pb.environment().keySet().removeIf(k -> k.startsWith("UCX4J_") || k.startsWith("DASK_") || k.equals("UCX_TLS"));
-        pb.environment().put("HOME", dir.toString());
-        pb.environment().putAll(env);
-        pb.redirectError(dir.resolve("stderr.txt").toFile());
-        Process p = pb.start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "ucx4j info did not finish");
-        return new Result(p.exitValue(), out);
+    private ChildJvm.Result info(Map<String, String> env) throws IOException, InterruptedException {
+        return CliProcess.command(dir, "info", "--json")
+                // Only what the test gives: no stray ucx4j or Dask settings from the machine.
+                .unsetEnv(k -> k.startsWith("UCX4J_") || k.startsWith("DASK_") || k.equals("UCX_TLS"))
+                .env("HOME", dir.toString())
+                .env(env)
+                .run(Duration.ofSeconds(60));
     }
 
-    private void assertPool(Result r, String sourceFragment) throws IOException {
-        String stderr = Files.readString(dir.resolve("stderr.txt"));
-        assertEquals(0, r.exit(), "ucx4j info failed: " + r.stdout() + stderr);
-        Matcher m = POOL.matcher(r.stdout());
-        assertTrue(m.find(), "no memory-pool.size in: " + r.stdout());
-        assertEquals(1_000_000_000L, Long.parseLong(m.group(1)));
-        assertTrue(m.group(2).contains(sourceFragment), "source was " + m.group(2));
-        assertTrue(r.stdout().contains("\"version\": \"1."), "UCX version missing: " + r.stdout());
+    private void assertPool(ChildJvm.Result r, String sourceFragment) {
+        assertEquals(0, r.exitCode(), "ucx4j info failed: " + r.all());
+        JsonNode json = CliProcess.json(r.output());
+        JsonNode pool = json.findValue("memory-pool.size");
+        assertTrue(pool != null && pool.path("value").isIntegralNumber(), "no memory-pool.size in: " + json);
+        assertEquals(1_000_000_000L, pool.path("value").longValue());
+        String source = pool.path("source").asText();
+        assertTrue(source.contains(sourceFragment), "source was " + source);
+        assertTrue(json.findValues("version").stream().anyMatch(v -> v.isTextual() && v.textValue().startsWith("1.")),
+                "UCX version missing: " + json);
     }
 
     @Test

@@ -24,6 +24,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.UcxConfig;
+import org.ucx4j.testsupport.RunningJvm;
 
 /**
  * The {@link Comm} contract, run against every transport by a subclass that names its listen address.
@@ -451,7 +452,7 @@ abstract class CommConformanceTest {
         if (!crossesProcesses()) {
             return;
         }
-        try (ChildPeer peer = ChildPeer.start("listen", listenAddress())) {
+        try (RunningJvm peer = CommPeerMain.start("listen", listenAddress())) {
             URI address = URI.create(peer.awaitLine("ADDRESS", Duration.ofSeconds(60)));
             Comm c = connect(address, options());
             c.write(Message.ofBytes(pattern(10, 1)));

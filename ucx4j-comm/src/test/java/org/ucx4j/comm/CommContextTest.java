@@ -10,8 +10,10 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.ucx4j.testsupport.Requirements;
 
 /** A CommContext owns what its comms share: closing it releases that, without waiting for time to pass. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -47,9 +49,10 @@ class CommContextTest {
         assertFalse(CommContext.shared().isClosed(), "the shared context is another one");
     }
 
+    @Tag("native")
     @Test
     void closingTheContextEndsItsUcxWorkerAndClosedCommsLingers() throws Exception {
-        NativeUcxAccess.require();
+        Requirements.assumeUcx();
         Set<Thread> before = Thread.getAllStackTraces().keySet();
         CommContext ctx = CommContext.create();
         CommListener l = ctx.listen(URI.create("ucx://127.0.0.1:0"), CommConformanceTest::echo, CommOptions.defaults());

@@ -1,6 +1,8 @@
 package org.ucx4j.comm;
 
 import java.net.URI;
+import org.ucx4j.testsupport.ChildJvm;
+import org.ucx4j.testsupport.RunningJvm;
 
 /**
  * A comm peer in a JVM of its own, for tests that kill it: {@code listen URI} prints {@code ADDRESS <uri>}
@@ -9,6 +11,19 @@ import java.net.URI;
  */
 public final class CommPeerMain {
     private CommPeerMain() {}
+
+    /**
+     * Starts a comm peer JVM.
+     *
+     * @param args {@code listen URI} or {@code connect URI}
+     * @return the running peer; close it to kill it
+     */
+    static RunningJvm start(String... args) {
+        return ChildJvm.of(CommPeerMain.class)
+                .jvm("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+                .args(args)
+                .start();
+    }
 
     public static void main(String[] args) throws Exception {
         CommOptions options = CommOptions.builder().config(org.ucx4j.UcxConfig.builder().build()).build();

@@ -9,12 +9,14 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.ucx4j.testsupport.Requirements;
+import org.ucx4j.testsupport.RunningJvm;
 
 /** The conformance suite over {@code ucx://} (UCX's socket-address connection set-up), plus IP-less connects. */
 class UcxCommTest extends CommConformanceTest {
     @BeforeEach
     void needsUcx() {
-        NativeUcxAccess.require();
+        Requirements.assumeUcx();
     }
 
     @Override
@@ -92,7 +94,7 @@ class UcxCommTest extends CommConformanceTest {
      */
     @Test
     void pipelinedReceivesKeepMessagesWholeAndInOrder() throws Exception {
-        try (ChildPeer peer = ChildPeer.start("listen", listenAddress())) {
+        try (RunningJvm peer = CommPeerMain.start("listen", listenAddress())) {
             Comm c = connect(URI.create(peer.awaitLine("ADDRESS", Duration.ofSeconds(60))), options());
             int n = 4000;
             int[] sizes = {1 << 20, 32, 200_000, 3, 70_000, 9000};

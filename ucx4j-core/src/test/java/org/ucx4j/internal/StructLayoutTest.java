@@ -19,14 +19,13 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.ucx4j.Feature;
-import org.ucx4j.NativeRequirement;
 import org.ucx4j.UcxStatus;
+import org.ucx4j.testsupport.Requirements;
 
 /**
  * Checks every hand-written struct layout ({@link Structs#all()}) and every UCX constant the Java code
@@ -326,11 +325,8 @@ class StructLayoutTest {
     }
 
     private static void missing(String what) {
-        String message = what + "; " + INSTALL_HINT;
-        if (NativeRequirement.required()) {
-            fail("UCX4J_REQUIRE_NATIVE=1 but " + message);
-        }
-        Assumptions.abort(message);
+        Requirements.assume("the C toolchain for UCX's headers", false, what + "; " + INSTALL_HINT,
+                Requirements.REQUIRE_NATIVE);
     }
 
     private record ProcessResult(int exitCode, String output) {}

@@ -11,9 +11,9 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.ucx4j.NativeRequirement;
-import org.ucx4j.testing.ChildJvm;
+import org.ucx4j.testsupport.ChildJvm;
 import org.ucx4j.testing.LoaderProbeMain;
+import org.ucx4j.testsupport.Requirements;
 
 /**
  * How {@link UcxLibrary} finds and prepares UCX. Loading happens once per JVM, so every case runs in a
@@ -26,6 +26,7 @@ class UcxLibraryLoaderTest {
     /** A child whose environment carries none of the settings that steer the loader. */
     private static ChildJvm.Spec child() {
         return ChildJvm.of(LoaderProbeMain.class)
+                .jvm("-Xmx256m", "-XX:+UseSerialGC")
                 .unsetEnv(UcxLibrary.LIBRARY_ENV)
                 .unsetEnv("UCX_ERROR_SIGNALS");
     }
@@ -77,7 +78,7 @@ class UcxLibraryLoaderTest {
 
     @Test
     void defaultSearchUsesTheSystemLoaderAndPresetsErrorSignals() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         ChildJvm.Result r = child().run(CHILD_TIMEOUT);
         assertEquals(0, r.exitCode(), r.output());
         assertEquals("true", r.require("available"), r.output());
@@ -90,7 +91,7 @@ class UcxLibraryLoaderTest {
 
     @Test
     void errorSignalsSetByTheUserAreLeftAlone() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         ChildJvm.Result r = child().env("UCX_ERROR_SIGNALS", "SIGILL").run(CHILD_TIMEOUT);
         assertEquals(0, r.exitCode(), r.output());
         assertEquals("true", r.require("available"), r.output());
@@ -100,7 +101,7 @@ class UcxLibraryLoaderTest {
 
     @Test
     void explicitPathToTheRealLibraryLoadsIt() throws Exception {
-        NativeRequirement.assumeUcx();
+        Requirements.assumeUcx();
         ChildJvm.Result first = child().run(CHILD_TIMEOUT);
         String path = first.require("path");
         assertTrue(path.startsWith("/") && Files.isRegularFile(Path.of(path)), "not a file: " + path);

@@ -4,6 +4,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -15,6 +16,8 @@ import org.ucx4j.UcxEndpoint;
 import org.ucx4j.UcxListener;
 import org.ucx4j.UcxWorker;
 import org.ucx4j.WorkerOptions;
+import org.ucx4j.testsupport.ChildJvm;
+import org.ucx4j.testsupport.RunningJvm;
 
 /**
  * The peer JVM for multi-process tests. Modes:
@@ -35,6 +38,34 @@ public final class PeerMain {
     private static final boolean TRACE = Boolean.getBoolean("ucx4jtest.trace");
 
     private PeerMain() {}
+
+    /**
+     * Starts a peer JVM in {@code args[0]}'s mode (see the class comment).
+     *
+     * @param env extra environment for the peer
+     * @param args the mode and its arguments
+     * @return the running peer; close it to kill it
+     */
+    public static RunningJvm start(Map<String, String> env, String... args) {
+        return start(env, List.of(), args);
+    }
+
+    /**
+     * Starts a peer JVM with extra JVM options (a later {@code -Xmx} overrides the default 768 MiB).
+     *
+     * @param env extra environment for the peer
+     * @param jvmOptions JVM options
+     * @param args the mode and its arguments
+     * @return the running peer; close it to kill it
+     */
+    public static RunningJvm start(Map<String, String> env, List<String> jvmOptions, String... args) {
+        return ChildJvm.of(PeerMain.class)
+                .jvm("-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+                .jvm(jvmOptions)
+                .env(env)
+                .args(args)
+                .start();
+    }
 
     public static void main(String[] args) throws Exception {
         ProgressMode mode = ProgressMode.parse(System.getProperty("ucx4jtest.progress", "thread-blocking"));

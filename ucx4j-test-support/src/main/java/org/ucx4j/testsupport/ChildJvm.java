@@ -14,13 +14,15 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 
 /**
  * Runs a main class of the test class path in a fresh JVM: for tests of what happens once per JVM
  * (loading UCX), of what could take the JVM down (signals), of a command as a user runs it, and for peers
  * in another process (so connection set-up crosses a process boundary and peer death can be a real
- * {@code kill -9}). The child uses the same {@code java} and class path as this JVM, with
- * {@code --enable-native-access=ALL-UNNAMED} unless {@link Spec#withoutNativeAccess()}.
+ * {@code kill -9}). The child uses the same {@code java} and class path as this JVM (or a module path:
+ * {@link #ofModule}), with {@code --enable-native-access=ALL-UNNAMED} unless
+ * {@link Spec#withoutNativeAccess()}.
  *
  * <p>{@link Spec#run} starts the child and waits for it to exit; {@link Spec#start} returns a
  * {@link RunningJvm} whose lines can be awaited.
@@ -37,7 +39,23 @@ public final class ChildJvm {
      * @return a spec to add options to
      */
     public static Spec of(Class<?> main) {
-        return new Spec(main.getName());
+        return new Spec(main.getName(), null);
+    }
+
+    /**
+     * Describes a child JVM running a module's main class from a module path ({@code java -p PATH -m
+     * MODULE/CLASS}), e.g. from built jars, so that the module descriptors are what resolves. Native access
+     * is enabled for {@code nativeModule} (unless {@link Spec#withoutNativeAccess()}).
+     *
+     * @param modulePath the module path (jars and directories, separated by {@code File.pathSeparator})
+     * @param moduleAndMain {@code MODULE/CLASS}
+     * @param nativeModule the module to enable native access for, e.g. {@code org.ucx4j.core}
+     * @return a spec to add options to
+     */
+    public static Spec ofModule(String modulePath, String moduleAndMain, String nativeModule) {
+        Spec spec = new Spec(moduleAndMain, modulePath);
+        spec.nativeAccessFor = nativeModule;
+        return spec;
     }
 
     /**
@@ -89,12 +107,17 @@ public final class ChildJvm {
         private final List<String> args = new ArrayList<>();
         private final Map<String, String> env = new LinkedHashMap<>();
         private final List<String> unsetEnv = new ArrayList<>();
+        private final List<Predicate<String>> unsetEnvIf = new ArrayList<>();
         private boolean nativeAccess = true;
         private boolean separateStderr;
         private Path workDir;
 
-        private Spec(String main) {
+        private final String modulePath;
+        private String nativeAccessFor = "ALL-UNNAMED";
+
+        private Spec(String main, String modulePath) {
             this.main = main;
+            this.modulePath = modulePath;
         }
 
         /**
@@ -164,7 +187,18 @@ public final class ChildJvm {
         }
 
         /**
-         * Leaves out {@code --enable-native-access=ALL-UNNAMED}.
+         * Removes every environment variable this JVM would otherwise pass on whose name matches.
+         *
+         * @param names which names to remove
+         * @return this
+         */
+        public Spec unsetEnv(Predicate<String> names) {
+            unsetEnvIf.add(names);
+            return this;
+        }
+
+        /**
+         * Leaves out {@code --enable-native-access}.
          *
          * @return this
          */
@@ -204,12 +238,19 @@ public final class ChildJvm {
             List<String> cmd = new ArrayList<>();
             cmd.add(ProcessHandle.current().info().command().orElse("java"));
             if (nativeAccess) {
-                cmd.add("--enable-native-access=ALL-UNNAMED");
+                cmd.add("--enable-native-access=" + nativeAccessFor);
             }
             cmd.addAll(jvmOptions);
-            cmd.add("-cp");
-            cmd.add(System.getProperty("java.class.path"));
-            cmd.add(main);
+            if (modulePath == null) {
+                cmd.add("-cp");
+                cmd.add(System.getProperty("java.class.path"));
+                cmd.add(main);
+            } else {
+                cmd.add("-p");
+                cmd.add(modulePath);
+                cmd.add("-m");
+                cmd.add(main);
+            }
             cmd.addAll(args);
             return cmd;
         }
@@ -220,6 +261,7 @@ public final class ChildJvm {
                 pb.directory(workDir.toFile());
             }
             unsetEnv.forEach(pb.environment()::remove);
+            unsetEnvIf.forEach(pb.environment().keySet()::removeIf);
             pb.environment().putAll(env);
             return pb;
         }

@@ -7,12 +7,13 @@ import org.ucx4j.UcxContext;
 import org.ucx4j.UcxEndpoint;
 import org.ucx4j.UcxWorker;
 import org.ucx4j.comm.CommOptions;
+import org.ucx4j.testsupport.Requirements;
 
 /** {@link HostileInputTest} over {@code ucx://}: a raw UCX endpoint of the test's own. */
 class UcxHostileInputTest extends HostileInputTest {
     @BeforeAll
     static void needsUcx() {
-        org.ucx4j.comm.NativeUcxAccess.require();
+        Requirements.assumeUcx();
     }
 
     @Override
