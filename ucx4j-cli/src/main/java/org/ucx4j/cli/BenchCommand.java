@@ -86,8 +86,9 @@ final class BenchCommand implements Callable<Integer> {
             description = "Server: the port to listen on (default: any free port).")
     private int port;
 
-    @Option(names = "--connect", paramLabel = "HOST:PORT", description = "Run the client against a server started with --server.")
-    private String connect;
+    @Option(names = "--connect", paramLabel = "HOST:PORT", converter = HostPort.Converter.class,
+            description = "Run the client against a server started with --server.")
+    private HostPort connect;
 
     @CommandLine.Mixin
     private OutputOptions output = new OutputOptions();
@@ -155,11 +156,7 @@ final class BenchCommand implements Callable<Integer> {
         BenchClient client = new BenchClient(progress, config, output.progressBar(), warmupNanos());
         BenchResult result;
         if (connect != null) {
-            int colon = connect.lastIndexOf(':');
-            if (colon <= 0) {
-                throw new CommandLine.ParameterException(spec.commandLine(), "--connect wants HOST:PORT, got '" + connect + "'");
-            }
-            result = client.run(connect.substring(0, colon), Integer.parseInt(connect.substring(colon + 1)), run);
+            result = client.run(connect.host(), connect.port(), run);
         } else {
             List<String> serverArgs = new ArrayList<>(List.of("--server", "--port", "0", "--exit-with-parent",
                     "--progress", progress.configName(), "--op", run.op().label()));

@@ -22,7 +22,7 @@ record CommBench(CommandLine commandLine, boolean json, boolean progressBar) {
      *
      * @return the exit code
      */
-    int call(CommKind kind, CommBenchSettings run, long warmupNanos, boolean server, int port, String connect,
+    int call(CommKind kind, CommBenchSettings run, long warmupNanos, boolean server, int port, HostPort connect,
             boolean exitWithParent) {
         CommOptions options = CommOptions.defaults();
         if (BenchMemory.current().pool() != null) {
@@ -71,19 +71,7 @@ record CommBench(CommandLine commandLine, boolean json, boolean progressBar) {
         }
     }
 
-    private CommPeer remote(CommKind kind, String connect, CommOptions options) {
-        int colon = connect.lastIndexOf(':');
-        if (colon <= 0) {
-            throw new CommandLine.ParameterException(commandLine, "--connect wants HOST:PORT, got '" + connect + "'");
-        }
-        String host = connect.substring(0, colon);
-        if (host.startsWith("[") && host.endsWith("]")) {
-            host = host.substring(1, host.length() - 1);
-        }
-        try {
-            return CommPeer.connect(kind, host, Integer.parseInt(connect.substring(colon + 1)), options);
-        } catch (NumberFormatException e) {
-            throw new CommandLine.ParameterException(commandLine, "--connect wants HOST:PORT, got '" + connect + "'");
-        }
+    private static CommPeer remote(CommKind kind, HostPort connect, CommOptions options) {
+        return CommPeer.connect(kind, connect.host(), connect.port(), options);
     }
 }

@@ -1,6 +1,7 @@
 package org.ucx4j.cli;
 
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.EnumMap;
@@ -42,6 +43,7 @@ final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
+        requireWritable(html);
         if (!Ucx.isAvailable()) {
             System.err.println("ucx4j demo compares ucx:// with tcp:// and needs UCX: "
                     + Ucx.unavailabilityCause().getMessage());
@@ -95,6 +97,35 @@ final class DemoCommand implements Callable<Integer> {
             report.printTable(System.out, html);
         }
         return 0;
+    }
+
+    /**
+     * Fails with a usage error, before any benchmark runs, when the page could not be written: its
+     * directory cannot be created or is not writable, or the path is a directory or a read-only file.
+     * Creates the directory (as writing the page would).
+     */
+    private void requireWritable(Path page) {
+        Path target = page.toAbsolutePath();
+        Path parent = target.getParent();
+        String problem = null;
+        try {
+            if (parent != null) {
+                Files.createDirectories(parent);
+            }
+        } catch (IOException e) {
+            problem = "its directory cannot be created (" + e + ")";
+        }
+        if (problem == null) {
+            if (Files.isDirectory(target)) {
+                problem = "it is a directory";
+            } else if (Files.exists(target) ? !Files.isWritable(target) : parent != null && !Files.isWritable(parent)) {
+                problem = "it is not writable";
+            }
+        }
+        if (problem != null) {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                    "--html " + page + ": cannot write the page there: " + problem);
+        }
     }
 
     private static String summary(CommBenchResult r) {

@@ -1,6 +1,7 @@
 package org.ucx4j.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -8,9 +9,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.ucx4j.comm.Message;
 
 /** The parts of {@code bench --comm} and {@code demo} that need no peer: protocol, units, report, usage errors. */
@@ -46,6 +50,28 @@ class CommBenchUnitsTest {
         refused("--server and --connect exclude each other", "bench", "--comm", "tcp", "--server", "--connect", "h:1");
         refused("ucx|tcp|inproc", "bench", "--comm", "udp");
         refused("Unknown option", "demo", "--size", "4Ki");
+    }
+
+    @Test
+    void aBadConnectPortIsAUsageErrorNamingIt() {
+        refused("the port 'notaport' is not a number", "bench", "--connect", "127.0.0.1:notaport");
+        refused("the port 'notaport' is not a number", "bench", "--comm", "tcp", "--connect", "127.0.0.1:notaport");
+        refused("the port 70000 is not in 1..65535", "bench", "--connect", "127.0.0.1:70000");
+        refused("'13337' is not HOST:PORT", "bench", "--connect", "13337");
+        assertEquals(new HostPort("::1", 13337), HostPort.parse("[::1]:13337"));
+        assertEquals(new HostPort("host1", 1), HostPort.parse("host1:1"));
+        assertEquals("[::1]:13337", HostPort.parse("[::1]:13337").toString());
+    }
+
+    @Test
+    void anUnwritableHtmlPathIsAUsageErrorBeforeAnyBenchmark(@TempDir Path dir) throws Exception {
+        Path file = Files.writeString(dir.resolve("a-file"), "not a directory");
+        // Under a regular file: the directory cannot be created. The error comes before the servers start.
+        Map.Entry<Integer, String> r = usage("demo", "--quick", "--html", file.resolve("demo.html").toString());
+        assertEquals(Main.EXIT_USAGE, r.getKey(), r.getValue());
+        assertTrue(r.getValue().contains("cannot write the page there: its directory cannot be created"), r.getValue());
+        assertFalse(r.getValue().contains("starting the servers"), r.getValue());
+        refused("cannot write the page there: it is a directory", "demo", "--quick", "--html", dir.toString());
     }
 
     @Test
