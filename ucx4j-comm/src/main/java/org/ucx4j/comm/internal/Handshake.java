@@ -107,7 +107,13 @@ final class Handshake {
     static Result listener(HandshakeChannel ch, CommOptions options, long myTag, String clientAddressSeen, byte[] firstHello)
             throws Exception {
         Optional<byte[]> secret = options.secret();
-        byte[] helloRecord = firstHello != null ? firstHello : ch.receive();
+        byte[] helloRecord;
+        try {
+            helloRecord = firstHello != null ? firstHello : ch.receive();
+        } catch (CommProtocolException e) { // e.g. a record length out of bounds: refused like a bad HELLO
+            refuse(ch, Verdict.REFUSED_OTHER, e.getMessage());
+            throw e;
+        }
         Hello c;
         try {
             c = parseHello(helloRecord);
