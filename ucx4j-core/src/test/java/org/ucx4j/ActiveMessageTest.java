@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testing.PeerMain;
@@ -25,6 +26,7 @@ import org.ucx4j.testsupport.RunningJvm;
 
 /** Active messages: no receive posted in advance, sizes around the rendezvous threshold, headers, handlers. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("native")
 class ActiveMessageTest {
     private static final long[] SIZES = {0, 1, 1023, 1024, 1025, 65_536, 8 << 20, 64L << 20};
 

@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -22,6 +23,7 @@ import org.ucx4j.testsupport.Requirements;
 
 /** Close semantics: in-flight operations complete as canceled; close twice is harmless; use after close is refused. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@Tag("native")
 class CloseTest {
     private static UcxException failureOf(UcxFuture<?> f) throws Exception {
         try {

@@ -13,6 +13,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testing.EchoProtocol;
@@ -22,16 +23,19 @@ import org.ucx4j.testsupport.RunningJvm;
 
 /** Many clients on one listener, and many threads (platform and virtual) on one worker. */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
+@Tag("native")
 class ConcurrencyTest {
     @Test
     void twentyConcurrentClientsAndOneThatConnectsLate() throws Exception {
         Requirements.assumeUcx();
         try (RunningJvm server = PeerMain.start(Map.of(), "echo-server")) {
             int port = Integer.parseInt(server.awaitLine("PORT", Duration.ofSeconds(30)));
-            try (RunningJvm twenty = PeerMain.start(Map.of(), "clients", "20", String.valueOf(port), "0");
-                 RunningJvm late = PeerMain.start(Map.of(), "clients", "1", String.valueOf(port), "3000")) {
+            try (RunningJvm twenty = PeerMain.start(Map.of(), "clients", "20", String.valueOf(port), "1000")) {
                 assertEquals("20/20", twenty.awaitLine("DONE", Duration.ofSeconds(120)));
                 assertEquals(0, twenty.waitFor(Duration.ofSeconds(30)));
+            }
+            // Late: after the twenty have finished and gone.
+            try (RunningJvm late = PeerMain.start(Map.of(), "clients", "1", String.valueOf(port), "11000")) {
                 assertEquals("1/1", late.awaitLine("DONE", Duration.ofSeconds(120)));
                 assertEquals(0, late.waitFor(Duration.ofSeconds(30)));
             }

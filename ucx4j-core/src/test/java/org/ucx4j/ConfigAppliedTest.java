@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testing.Loopback;
@@ -12,6 +13,7 @@ import org.ucx4j.testsupport.Requirements;
 
 /** The configuration is applied to UCX, not only computed: read back from UCX itself. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@Tag("native")
 class ConfigAppliedTest {
     @Test
     void tcpOnlyConfigMakesUcxUseOnlyTcp() throws Exception {

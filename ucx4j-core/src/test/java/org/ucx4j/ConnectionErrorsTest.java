@@ -11,12 +11,14 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testsupport.Requirements;
 
 /** Connecting where nobody answers, and listening where the port is taken: clear errors, in time. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@Tag("native")
 class ConnectionErrorsTest {
     private static WorkerOptions withConnectTimeout(Duration d) {
         return WorkerOptions.builder().connectTimeout(d).build();

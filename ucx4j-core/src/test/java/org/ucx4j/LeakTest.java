@@ -1,11 +1,14 @@
 package org.ucx4j;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testing.NativeResources;
@@ -13,6 +16,7 @@ import org.ucx4j.testsupport.Requirements;
 
 /** 1,000 connect/close cycles leave file descriptors and native memory where they started. */
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
+@Tag("native")
 class LeakTest {
     @Test
     void thousandConnectCloseCyclesLeakNothing() throws Exception {
@@ -52,14 +56,18 @@ class LeakTest {
         }
     }
 
-    /** Lets the server notice the disconnects and release its side. */
+    /**
+     * Waits for the server to notice the disconnects and release its side, and for every close on both
+     * workers to have completed in UCX (so their sockets are closed).
+     */
     private static void settle(UcxWorker server, UcxWorker client) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (System.nanoTime() < deadline && !server.endpoints().isEmpty()) {
-            Thread.sleep(20);
-        }
-        assertTrue(server.endpoints().isEmpty(), "server endpoints not released: " + server.endpoints().size());
-        Thread.sleep(200);
+        await("both sides release their endpoints").atMost(Duration.ofSeconds(20))
+                .pollInterval(Duration.ofMillis(20))
+                .untilAsserted(() -> {
+                    assertTrue(server.endpoints().isEmpty(), "server endpoints not released: " + server.endpoints().size());
+                    assertEquals(0, server.pendingOperations(), "server operations pending");
+                    assertEquals(0, client.pendingOperations(), "client operations pending");
+                });
         CompletableFuture.runAsync(System::gc).get();
     }
 }

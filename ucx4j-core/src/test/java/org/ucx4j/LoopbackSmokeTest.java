@@ -4,12 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testing.Loopback;
 import org.ucx4j.testsupport.Requirements;
 
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@Tag("native")
 class LoopbackSmokeTest {
     @Test
     void tagPingPongInOneProcess() throws Exception {

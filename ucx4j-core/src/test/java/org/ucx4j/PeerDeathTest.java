@@ -1,5 +1,6 @@
 package org.ucx4j;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -15,6 +16,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testing.EchoProtocol;
@@ -24,6 +26,7 @@ import org.ucx4j.testsupport.RunningJvm;
 
 /** A peer killed with {@code kill -9} mid-transfer: everything pending fails in bounded time, nothing hangs. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("native")
 class PeerDeathTest {
     /** Generous: keep-alive is 1 s here, so detection normally takes a few seconds. */
     private static final Duration BOUND = Duration.ofSeconds(30);
@@ -49,7 +52,10 @@ class PeerDeathTest {
             // A rendezvous send the sink never receives: in flight until the peer dies.
             pending.add(ep.tagSendAsync(big, EchoProtocol.tag(42, 1)));
             pending.add(ep.tagSendAsync(big.asSlice(0, 8 << 20), EchoProtocol.tag(42, 2)));
-            Thread.sleep(200);
+            // Not a wait for something: a window in which a wrongly completed receive would show.
+            await("receives stay pending while the peer lives").during(Duration.ofMillis(200))
+                    .atMost(Duration.ofSeconds(5))
+                    .until(() -> pending.subList(0, 2).stream().noneMatch(UcxFuture::isDone));
             for (UcxFuture<?> f : pending.subList(0, 2)) {
                 assertFalse(f.isDone(), "receives must be pending before the kill");
             }

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -25,6 +26,7 @@ import org.ucx4j.testsupport.RunningJvm;
 
 /** Several segments as one message (UCX iov), gathered on send and scattered on receive; some empty. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("native")
 class ScatterGatherTest {
     /** Parts of varying size; every third one empty. */
     private static List<MemorySegment> parts(Arena arena, int n, int seed) {

@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -31,6 +32,7 @@ import org.ucx4j.testsupport.Requirements;
  * without.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
+@Tag("native")
 class SignalSafetyTest {
     private static final String UCX_DEFAULT_ERROR_SIGNALS = "SIGILL,SIGSEGV,SIGBUS,SIGFPE";
 

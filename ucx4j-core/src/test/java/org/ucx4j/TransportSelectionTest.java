@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.ucx4j.testing.Loopback;
@@ -11,6 +12,7 @@ import org.ucx4j.testsupport.Requirements;
 
 /** Endpoints work with peer error handling off too (UCX may then pick shared memory). */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@Tag("native")
 class TransportSelectionTest {
     @Test
     void endpointsWithoutPeerErrorHandlingCarryMessages() throws Exception {

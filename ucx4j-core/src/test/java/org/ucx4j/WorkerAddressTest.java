@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -35,6 +36,7 @@ class WorkerAddressTest {
         assertThrows(IllegalArgumentException.class, () -> WorkerAddress.of(new byte[0]));
     }
 
+    @Tag("native")
     @Test
     void twoWorkersInOneProcessConnectByAddress() {
         Requirements.assumeUcx();
@@ -50,6 +52,7 @@ class WorkerAddressTest {
         }
     }
 
+    @Tag("native")
     @Test
     void twoProcessesExchangeAddressesThroughAFile() throws Exception {
         Requirements.assumeUcx();

@@ -10,6 +10,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -23,6 +24,7 @@ import org.ucx4j.testsupport.Requirements;
  * figures.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@Tag("native")
 class BenchChildJvmTest {
     @TempDir
     Path dir;

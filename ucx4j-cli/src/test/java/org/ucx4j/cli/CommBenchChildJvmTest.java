@@ -9,6 +9,7 @@ import static org.ucx4j.cli.CliProcess.string;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -59,6 +60,7 @@ class CommBenchChildJvmTest {
         latencyAndBandwidth(CommKind.TCP);
     }
 
+    @Tag("native")
     @Test
     void ucx() throws Exception {
         Requirements.assumeUcx();

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -23,6 +24,7 @@ import org.ucx4j.testsupport.Requirements;
  * has a row per size with figures for both transports, and the page has both charts and the table.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
+@Tag("native")
 class DemoChildJvmTest {
     @TempDir
     Path dir;

@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -20,6 +21,7 @@ import org.ucx4j.testsupport.ChildJvm;
  * pool size arrives from every spelling a Dask user may have, legacy ones included, with its source.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("native")
 class InfoChildJvmTest {
     @TempDir
     Path dir;

@@ -1,5 +1,6 @@
 package org.ucx4j.comm;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -19,6 +20,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -266,7 +268,11 @@ abstract class CommConformanceTest {
 
     @Test
     void twentyConcurrentClientsAndALateOne() throws Exception {
-        CommListener l = listen(CommConformanceTest::echo);
+        AtomicInteger served = new AtomicInteger();
+        CommListener l = listen(comm -> {
+            echo(comm);
+            served.incrementAndGet();
+        });
         List<CompletableFuture<Void>> clients = new ArrayList<>();
         for (int i = 0; i < 20; i++) {
             int id = i;
@@ -283,7 +289,8 @@ abstract class CommConformanceTest {
             }, r -> Thread.ofVirtual().start(r)));
         }
         CompletableFuture.allOf(clients.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
-        Thread.sleep(200);
+        // Late: after the listener has seen every one of the twenty close.
+        await("the listener serves out all twenty clients").atMost(Duration.ofSeconds(30)).until(() -> served.get() == 20);
         Comm late = connect(l);
         late.write(Message.ofBytes(pattern(5, 5)));
         try (Message m = late.read()) {

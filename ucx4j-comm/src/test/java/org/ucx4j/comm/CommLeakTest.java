@@ -1,5 +1,6 @@
 package org.ucx4j.comm;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -7,12 +8,15 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.ucx4j.UcxConfig;
 import org.ucx4j.testsupport.Requirements;
 
 /** Connect, talk, close many times over each transport: file descriptors and threads come back. */
+@Tag("native")
 class CommLeakTest {
     static int fds() throws IOException {
         try (Stream<Path> s = Files.list(Path.of("/proc/self/fd"))) {
@@ -32,23 +36,35 @@ class CommLeakTest {
         }
     }
 
+    /** The live threads of ucx4j's comms and runtimes, but for the process-wide timer. */
+    static List<String> ucx4jThreads() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(Thread::isAlive)
+                .map(Thread::getName)
+                .filter(n -> n.startsWith("ucx4j-") && !n.equals("ucx4j-comm-timer"))
+                .toList();
+    }
+
     @Test
     void noLeaksAfterManyConnections() throws Exception {
         Requirements.assumeUcx();
         for (String a : new String[] {"tcp://127.0.0.1:0", "inproc://0", "ucx://127.0.0.1:0"}) {
             cycles(a, 5); // warm-up: UCX's first context maps its shared libraries
-            Thread.sleep(3000); // the UCX runtime lingers 2 s after its last user
+            // The baseline once the warm-up's connections and the UCX runtime (it lingers after its last
+            // user) have ended their threads.
+            await(a + ": the warm-up's ucx4j threads end").atMost(Duration.ofSeconds(40))
+                    .until(() -> ucx4jThreads().isEmpty());
             int fds = fds();
             int threads = Thread.activeCount();
             cycles(a, a.startsWith("ucx") ? 100 : 300);
             // A ucx close lingers until the peer disconnects (at most 30 s), then the runtime 2 s more.
-            long deadline = System.nanoTime() + Duration.ofSeconds(40).toNanos();
-            while ((fds() > fds + 4 || Thread.activeCount() > threads + 4) && System.nanoTime() < deadline) {
-                Thread.sleep(200);
-            }
+            await(a + ": file descriptors and threads come back").atMost(Duration.ofSeconds(40))
+                    .untilAsserted(() -> {
+                        assertTrue(fds() <= fds + 4, a + ": file descriptors " + fds + " -> " + fds());
+                        assertTrue(Thread.activeCount() <= threads + 4,
+                                a + ": threads " + threads + " -> " + Thread.activeCount() + " " + ucx4jThreads());
+                    });
             System.out.printf("%s: fds %d -> %d, threads %d -> %d%n", a, fds, fds(), threads, Thread.activeCount());
-            assertTrue(fds() <= fds + 4, a + ": file descriptors " + fds + " -> " + fds());
-            assertTrue(Thread.activeCount() <= threads + 4, a + ": threads " + threads + " -> " + Thread.activeCount());
         }
     }
 }

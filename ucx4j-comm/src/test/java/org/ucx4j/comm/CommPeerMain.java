@@ -31,7 +31,7 @@ public final class CommPeerMain {
             CommListener l = Comms.listen(URI.create(args[1]), CommPeerMain::echo, options);
             System.out.println("ADDRESS " + l.address());
             System.out.flush();
-            Thread.sleep(Long.MAX_VALUE);
+            new java.util.concurrent.CountDownLatch(1).await(); // until the test kills this JVM
         } else {
             Comm c = Comms.connect(URI.create(args[1]), options);
             c.write(Message.ofBytes("hello".getBytes()));

@@ -8,11 +8,13 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.ucx4j.testsupport.Requirements;
 import org.ucx4j.testsupport.RunningJvm;
 
 /** The conformance suite over {@code ucx://} (UCX's socket-address connection set-up), plus IP-less connects. */
+@Tag("native")
 class UcxCommTest extends CommConformanceTest {
     @BeforeEach
     void needsUcx() {

@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -38,6 +39,7 @@ import org.ucx4j.testsupport.Requirements;
  * are compared.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("native")
 class StructLayoutTest {
     private static final String INSTALL_HINT = "install them: apt-get install gcc libucx-dev";
 

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -76,6 +77,7 @@ class UcxLibraryLoaderTest {
         assertInstallInstructions(message);
     }
 
+    @Tag("native")
     @Test
     void defaultSearchUsesTheSystemLoaderAndPresetsErrorSignals() throws Exception {
         Requirements.assumeUcx();
@@ -89,6 +91,7 @@ class UcxLibraryLoaderTest {
         assertEquals("''", r.require("getenv.UCX_ERROR_SIGNALS"), "libc getenv in the child; " + r.output());
     }
 
+    @Tag("native")
     @Test
     void errorSignalsSetByTheUserAreLeftAlone() throws Exception {
         Requirements.assumeUcx();
@@ -99,6 +102,7 @@ class UcxLibraryLoaderTest {
         assertEquals("'SIGILL'", r.require("getenv.UCX_ERROR_SIGNALS"), r.output());
     }
 
+    @Tag("native")
     @Test
     void explicitPathToTheRealLibraryLoadsIt() throws Exception {
         Requirements.assumeUcx();

@@ -1,14 +1,18 @@
 package org.ucx4j.testing;
 
+import static org.awaitility.Awaitility.await;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.awaitility.core.ConditionTimeoutException;
 import org.ucx4j.ProgressMode;
 import org.ucx4j.TagInfo;
 import org.ucx4j.UcxContext;
@@ -26,7 +30,7 @@ import org.ucx4j.testsupport.RunningJvm;
  *       messages per {@link EchoProtocol}, until killed;</li>
  *   <li>{@code sink-server}: listens, prints {@code PORT n}, accepts, reads the hello, prints
  *       {@code READY}, then never answers (the test kills it);</li>
- *   <li>{@code clients N port delayMs}: after the delay, N client workers connect at once, each does
+ *   <li>{@code clients N port firstId}: N client workers (ids firstId, firstId + 1, ...) connect at once, each does
  *       ten tag echoes; prints {@code CLIENT i OK} each and {@code DONE ok/N}.</li>
  *   <li>{@code rma-server size map|allocate}: maps (native memory of its own) or lets UCX allocate a
  *       region of {@code size} bytes, fills it with {@link RmaProtocol}'s initial pattern, listens,
@@ -77,7 +81,7 @@ public final class PeerMain {
             case "address-server" -> addressServer(options, java.nio.file.Path.of(args[1]));
             case "rma-server" -> rmaServer(options, Long.parseLong(args[1]), args[2].equals("allocate"));
             case "clients" -> clients(options, Integer.parseInt(args[1]), Integer.parseInt(args[2]),
-                    Long.parseLong(args[3]));
+                    Integer.parseInt(args[3]));
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
     }
@@ -89,7 +93,7 @@ public final class PeerMain {
             System.out.println("PORT " + listener.port());
             System.out.flush();
             if (sink) {
-                Thread.sleep(Duration.ofHours(1));
+                idleUntilKilled();
                 return;
             }
             try (Arena arena = Arena.ofShared()) {
@@ -136,7 +140,7 @@ public final class PeerMain {
                 }
             }));
             System.out.println("PORT " + listener.port());
-            Thread.sleep(Duration.ofHours(1));
+            idleUntilKilled();
         }
     }
 
@@ -169,15 +173,19 @@ public final class PeerMain {
         }
     }
 
-    private static UcxEndpoint awaitClient(Map<Integer, UcxEndpoint> clients, int id) throws InterruptedException {
-        for (int i = 0; i < 500; i++) {
-            UcxEndpoint ep = clients.get(id);
-            if (ep != null) {
-                return ep;
-            }
-            Thread.sleep(10);
+    /** Parks this thread until the test kills the process. */
+    static void idleUntilKilled() throws InterruptedException {
+        new CountDownLatch(1).await();
+    }
+
+    /** The endpoint of client {@code id} once its hello arrived (5 s at most), or null. */
+    private static UcxEndpoint awaitClient(Map<Integer, UcxEndpoint> clients, int id) {
+        try {
+            return await("client " + id + "'s hello").atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(10))
+                    .until(() -> clients.get(id), Objects::nonNull);
+        } catch (ConditionTimeoutException e) {
+            return null;
         }
-        return null;
     }
 
     private static void serve(UcxEndpoint ep, Map<Integer, UcxEndpoint> clients, boolean sink) {
@@ -210,15 +218,15 @@ public final class PeerMain {
         }
     }
 
-    private static void clients(WorkerOptions options, int n, int port, long delayMs) throws Exception {
-        Thread.sleep(delayMs);
+    private static void clients(WorkerOptions options, int n, int port, int firstId) throws Exception {
         AtomicInteger ok = new AtomicInteger();
         CountDownLatch done = new CountDownLatch(n);
         try (UcxContext ctx = UcxContext.create()) {
             for (int i = 0; i < n; i++) {
-                // Distinct from every other client of the same server: a late client must not reuse an
-                // id of the earlier batch, or the server would answer it on the earlier, closed endpoint.
-                int id = 1000 + i + (delayMs > 0 ? 10_000 : 0);
+                // Distinct from every other client of the same server (the caller gives each batch its own
+                // firstId): a late client must not reuse an id of an earlier batch, or the server would
+                // answer it on the earlier, closed endpoint.
+                int id = firstId + i;
                 Thread.ofPlatform().start(() -> {
                     try (UcxWorker w = ctx.newWorker(options); UcxEndpoint ep = w.connect("127.0.0.1", port);
                          Arena arena = Arena.ofShared()) {
@@ -261,7 +269,7 @@ public final class PeerMain {
             System.out.println("REGION " + region.size() + (region.isAllocated() ? " allocated" : " mapped"));
             System.out.println("PORT " + listener.port());
             System.out.flush();
-            Thread.sleep(Duration.ofHours(1));
+            idleUntilKilled();
         }
     }
 

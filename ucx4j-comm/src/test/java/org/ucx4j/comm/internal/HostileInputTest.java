@@ -1,6 +1,7 @@
 package org.ucx4j.comm.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
@@ -12,6 +13,8 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -43,6 +46,9 @@ abstract class HostileInputTest {
 
         /** After the handshake: sends bytes as a message header. */
         void sendHeader(byte[] bytes) throws Exception;
+
+        /** Receives the listener's next handshake record (blocks). */
+        byte[] receiveRecord() throws Exception;
     }
 
     abstract String listenAddress();
@@ -107,6 +113,24 @@ abstract class HostileInputTest {
         stillServes();
     }
 
+    /**
+     * Waits (30 s at most) for the listener's answer to hostile handshake bytes: a VERDICT that refuses. Then
+     * the listener has read and judged them, and the raw connection may close.
+     */
+    static void awaitRefusal(Raw r) throws Exception {
+        byte[] record = CompletableFuture.supplyAsync(() -> {
+            try {
+                return r.receiveRecord();
+            } catch (Exception e) {
+                throw new CompletionException(e);
+            }
+        }, Thread::startVirtualThread).get(30, TimeUnit.SECONDS);
+        assertTrue(record.length > 8 && record[6] == Handshake.VERDICT, "expected a VERDICT record, got "
+                + record.length + " bytes of type " + (record.length > 6 ? record[6] : -1));
+        assertNotEquals(Handshake.Verdict.ACCEPTED, Handshake.Verdict.of(record[8]),
+                "the listener accepted hostile handshake bytes");
+    }
+
     void stillServes() {
         try (Comm c = Comms.connect(listener.address(), options)) {
             c.write(Message.ofBytes(new byte[] {42}));
@@ -124,7 +148,7 @@ abstract class HostileInputTest {
             junk[0] = 100; // a small length prefix: the record is read, then refused for its magic
             junk[1] = junk[2] = junk[3] = 0;
             r.sendHandshakeBytes(junk);
-            Thread.sleep(300);
+            awaitRefusal(r);
         }
         stillServes();
     }
@@ -134,7 +158,7 @@ abstract class HostileInputTest {
         long before = rssBytes();
         try (Raw r = raw(listener.address())) {
             r.sendHandshakeBytes(new byte[] {(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0x7f});
-            Thread.sleep(300);
+            awaitRefusal(r);
         }
         assertTrue(rssBytes() - before < (64L << 20));
         stillServes();
@@ -148,7 +172,7 @@ abstract class HostileInputTest {
                 .put(hello).array();
         try (Raw r = raw(listener.address())) {
             r.sendHandshakeBytes(framed);
-            Thread.sleep(300);
+            awaitRefusal(r);
         }
         stillServes();
     }
@@ -213,6 +237,11 @@ abstract class HostileInputTest {
                 @Override
                 public void sendHeader(byte[] bytes) throws Exception {
                     ch.write(ByteBuffer.wrap(bytes));
+                }
+
+                @Override
+                public byte[] receiveRecord() throws Exception {
+                    return new StreamHandshakeChannel(ch).receive();
                 }
 
                 @Override

@@ -2,6 +2,7 @@ package org.ucx4j.comm.internal;
 
 import java.net.URI;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.ucx4j.CloseMode;
 import org.ucx4j.UcxContext;
 import org.ucx4j.UcxEndpoint;
@@ -10,6 +11,7 @@ import org.ucx4j.comm.CommOptions;
 import org.ucx4j.testsupport.Requirements;
 
 /** {@link HostileInputTest} over {@code ucx://}: a raw UCX endpoint of the test's own. */
+@Tag("native")
 class UcxHostileInputTest extends HostileInputTest {
     @BeforeAll
     static void needsUcx() {
@@ -43,6 +45,11 @@ class UcxHostileInputTest extends HostileInputTest {
             @Override
             public void sendHeader(byte[] bytes) {
                 ep.tagSend(bytes, peerTag);
+            }
+
+            @Override
+            public byte[] receiveRecord() throws Exception {
+                return new UcxStreamChannel(ep).receive();
             }
 
             @Override
