@@ -32,7 +32,9 @@ class ModulePathIT {
         Path jar = Path.of(System.getProperty("ucx4j.cli.jar"));
         Path lib = Path.of(System.getProperty("ucx4j.cli.lib"));
         assertTrue(Files.isRegularFile(jar) && Files.isDirectory(lib), "build the jars first: " + jar + ", " + lib);
-        return ChildJvm.ofModule(jar + File.pathSeparator + lib, "org.ucx4j.cli/org.ucx4j.cli.Main", "org.ucx4j.core")
+        // The same flags as bin/ucx4j.
+        return ChildJvm.ofModule(jar + File.pathSeparator + lib, "org.ucx4j.cli/org.ucx4j.cli.Main",
+                        "org.ucx4j.core,org.ucx4j.cuda")
                 .workDir(dir)
                 .separateStderr()
                 .args(args);

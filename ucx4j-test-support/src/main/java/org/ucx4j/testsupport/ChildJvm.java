@@ -45,16 +45,17 @@ public final class ChildJvm {
     /**
      * Describes a child JVM running a module's main class from a module path ({@code java -p PATH -m
      * MODULE/CLASS}), e.g. from built jars, so that the module descriptors are what resolves. Native access
-     * is enabled for {@code nativeModule} (unless {@link Spec#withoutNativeAccess()}).
+     * is enabled for {@code nativeModules} (unless {@link Spec#withoutNativeAccess()}).
      *
      * @param modulePath the module path (jars and directories, separated by {@code File.pathSeparator})
      * @param moduleAndMain {@code MODULE/CLASS}
-     * @param nativeModule the module to enable native access for, e.g. {@code org.ucx4j.core}
+     * @param nativeModules the modules to enable native access for, comma-separated, e.g.
+     *     {@code org.ucx4j.core,org.ucx4j.cuda}
      * @return a spec to add options to
      */
-    public static Spec ofModule(String modulePath, String moduleAndMain, String nativeModule) {
+    public static Spec ofModule(String modulePath, String moduleAndMain, String nativeModules) {
         Spec spec = new Spec(moduleAndMain, modulePath);
-        spec.nativeAccessFor = nativeModule;
+        spec.nativeAccessFor = nativeModules;
         return spec;
     }
 
