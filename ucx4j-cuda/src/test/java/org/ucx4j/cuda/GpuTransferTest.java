@@ -31,6 +31,8 @@ import org.ucx4j.UcxContext;
 import org.ucx4j.UcxEndpoint;
 import org.ucx4j.UcxFuture;
 import org.ucx4j.UcxWorker;
+import org.ucx4j.testsupport.ChildJvm;
+import org.ucx4j.testsupport.RunningJvm;
 
 /**
  * GPU memory between two JVMs through UCX (cuda_ipc on one GPU, or across two when visible): tag
@@ -40,8 +42,7 @@ import org.ucx4j.UcxWorker;
 @Tag("gpu")
 @Timeout(300)
 class GpuTransferTest {
-    private Process peer;
-    private final List<String> peerLines = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private RunningJvm peer;
     private UcxContext context;
     private UcxWorker worker;
     private GpuMemoryPool pool;
@@ -51,32 +52,13 @@ class GpuTransferTest {
     void start() throws Exception {
         GpuRequirement.assumeGpuAndUcx();
         int gpus = Cuda.devices().size();
-        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                GpuPeerMain.class.getName()));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        ChildJvm.Spec spec = ChildJvm.of(GpuPeerMain.class);
         if (gpus > 1) {
             // The peer's own GPU first; the others stay visible for CUDA IPC.
-            pb.environment().put("CUDA_VISIBLE_DEVICES", rotated(gpus));
+            spec.env("CUDA_VISIBLE_DEVICES", rotated(gpus));
         }
-        peer = pb.start();
-        CompletableFuture<Integer> port = new CompletableFuture<>();
-        Thread.ofPlatform().daemon(true).start(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(peer.getInputStream(), StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = r.readLine()) != null) {
-                    peerLines.add(line);
-                    System.out.println("[gpu peer] " + line);
-                    if (line.startsWith("PORT ")) {
-                        port.complete(Integer.parseInt(line.substring(5).trim()));
-                    }
-                }
-            } catch (IOException e) {
-                port.completeExceptionally(e);
-            }
-            port.completeExceptionally(new AssertionError("peer exited before PORT: " + peerLines));
-        });
-        int p = port.get(60, TimeUnit.SECONDS);
+        peer = spec.start();
+        int p = Integer.parseInt(peer.awaitLine("PORT ", Duration.ofSeconds(60)));
         context = UcxContext.create();
         worker = context.newWorker();
         pool = GpuMemoryPool.create(Cuda.device(0), 0, 4L << 30);
@@ -101,13 +83,14 @@ class GpuTransferTest {
 
     @AfterEach
     void stop() throws Exception {
-        if (ep != null && ep.isOpen() && peer.isAlive()) {
+        if (ep != null && ep.isOpen() && peer.process().isAlive()) {
             control(GpuPeerMain.EXIT, 0);
         }
         if (peer != null) {
-            if (!peer.waitFor(30, TimeUnit.SECONDS)) {
-                peer.destroyForcibly();
+            if (!peer.process().waitFor(30, TimeUnit.SECONDS)) {
+                peer.kill9();
             }
+            peer.close();
         }
         if (context != null) {
             context.close();
@@ -211,11 +194,10 @@ class GpuTransferTest {
                 assertArrayEquals(data, back, "size " + size);
             }
         }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (peerLines.stream().filter(l -> l.startsWith("AM ")).count() < 5 && System.nanoTime() < deadline) {
-            Thread.onSpinWait();
+        for (int i = 0; i < 5; i++) {
+            String line = peer.awaitLine("AM ", Duration.ofSeconds(30));
+            assertTrue(line.endsWith(" CUDA"), "the peer received its active message in " + line);
         }
-        assertTrue(peerLines.stream().filter(l -> l.startsWith("AM ")).allMatch(l -> l.endsWith(" CUDA")), peerLines.toString());
     }
 
     @Test
@@ -262,8 +244,8 @@ class GpuTransferTest {
             ops.add(ep.tagSendAsync(src, GpuPeerMain.DATA_IN));
             ops.add(ep.tagRecvAsync(dst, GpuPeerMain.DATA_OUT, -1L));
         }
-        peer.destroyForcibly();
-        assertTrue(peer.waitFor(30, TimeUnit.SECONDS));
+        peer.kill9();
+        assertTrue(!peer.process().isAlive());
         long t0 = System.nanoTime();
         int failed = 0;
         for (UcxFuture<?> f : ops) {
