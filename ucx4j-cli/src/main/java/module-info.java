@@ -15,5 +15,6 @@ module org.ucx4j.cli {
     requires org.snakeyaml.engine.v2;
 
     // picocli fills @Option fields reflectively.
-    opens org.ucx4j.cli to info.picocli;
+    opens org.ucx4j.cli to
+            info.picocli;
 }

@@ -13,7 +13,8 @@ module org.ucx4j.comm {
 
     uses org.ucx4j.comm.spi.Transport;
 
-    provides org.ucx4j.spi.ConfigKeySet with org.ucx4j.comm.internal.CommKeySet;
+    provides org.ucx4j.spi.ConfigKeySet with
+            org.ucx4j.comm.internal.CommKeySet;
     provides org.ucx4j.comm.spi.Transport with
             org.ucx4j.comm.internal.UcxTransport,
             org.ucx4j.comm.internal.TcpTransport,

@@ -12,5 +12,6 @@ module org.ucx4j.cuda {
 
     provides org.ucx4j.spi.UcxExtension with
             org.ucx4j.cuda.internal.CudaUcxExtension;
-    provides org.ucx4j.spi.ConfigKeySet with org.ucx4j.cuda.internal.CudaKeySet;
+    provides org.ucx4j.spi.ConfigKeySet with
+            org.ucx4j.cuda.internal.CudaKeySet;
 }

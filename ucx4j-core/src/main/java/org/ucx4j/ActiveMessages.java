@@ -82,11 +82,18 @@ final class ActiveMessages {
     void register(int id, AmHandler handler) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment p = arena.allocate(Structs.UCP_AM_HANDLER_PARAM);
-            p.set(JAVA_LONG, 0, HANDLER_PARAM_FIELD_ID | HANDLER_PARAM_FIELD_FLAGS | HANDLER_PARAM_FIELD_CB
-                    | HANDLER_PARAM_FIELD_ARG);
+            p.set(
+                    JAVA_LONG,
+                    0,
+                    HANDLER_PARAM_FIELD_ID
+                            | HANDLER_PARAM_FIELD_FLAGS
+                            | HANDLER_PARAM_FIELD_CB
+                            | HANDLER_PARAM_FIELD_ARG);
             p.set(JAVA_INT, Structs.offset(Structs.UCP_AM_HANDLER_PARAM, "id"), id);
             p.set(JAVA_INT, Structs.offset(Structs.UCP_AM_HANDLER_PARAM, "flags"), AM_FLAG_WHOLE_MSG);
-            p.set(ADDRESS, Structs.offset(Structs.UCP_AM_HANDLER_PARAM, "cb"),
+            p.set(
+                    ADDRESS,
+                    Structs.offset(Structs.UCP_AM_HANDLER_PARAM, "cb"),
                     handler == null && id != SIMPLE_ID ? MemorySegment.NULL : Upcalls.AM_RECV);
             p.set(ADDRESS, Structs.offset(Structs.UCP_AM_HANDLER_PARAM, "arg"), Upcalls.userData(rt.id, id));
             int status = NativeCalls.callInt(() -> (byte) Ucp.worker_set_am_recv_handler.invokeExact(rt.handle, p));
@@ -102,8 +109,8 @@ final class ActiveMessages {
     }
 
     /** The UCX callback: copies or fetches the body, then hands the message over. Lock held. */
-    byte onMessage(int id, MemorySegment header, long headerLength, MemorySegment data, long length,
-                   MemorySegment param) {
+    byte onMessage(
+            int id, MemorySegment header, long headerLength, MemorySegment data, long length, MemorySegment param) {
         MemorySegment recvParam = NativeLinker.view(param, Structs.UCP_AM_RECV_PARAM.byteSize());
         long attrs = recvParam.get(JAVA_LONG, 0);
         UcxEndpoint sender = null;
@@ -111,7 +118,8 @@ final class ActiveMessages {
             sender = endpointsByHandle.get(recvParam.get(ADDRESS, 8).address());
         }
         boolean rendezvous = (attrs & RECV_ATTR_FLAG_RNDV) != 0;
-        byte[] hdr = headerLength == 0 ? new byte[0]
+        byte[] hdr = headerLength == 0
+                ? new byte[0]
                 : NativeLinker.view(header, headerLength).toArray(JAVA_BYTE);
         UcxFuture<MemorySegment> body = new UcxFuture<>();
         MemorySegment dst;
@@ -132,7 +140,9 @@ final class ActiveMessages {
         } catch (Throwable t) {
             LOG.error("active message allocator failed for {} bytes (id {}); message dropped", length, id, t);
             if (rendezvous) {
-                NativeCalls.invoke(() -> { Ucp.am_data_release.invokeExact(rt.handle, data); });
+                NativeCalls.invoke(() -> {
+                    Ucp.am_data_release.invokeExact(rt.handle, data);
+                });
             }
             return (byte) UcxStatus.OK.code();
         }
@@ -150,7 +160,9 @@ final class ActiveMessages {
         AmMessage message = new AmMessage(id, hdr, length, rendezvous, sender, body);
         if (id == SIMPLE_ID) {
             if (sender == null) {
-                LOG.warn("simple active message of {} bytes from an endpoint this worker does not know; dropped", length);
+                LOG.warn(
+                        "simple active message of {} bytes from an endpoint this worker does not know; dropped",
+                        length);
             } else {
                 sender.deliverSimple(message);
             }
@@ -169,7 +181,8 @@ final class ActiveMessages {
         return status;
     }
 
-    private void fetch(MemorySegment desc, MemorySegment dst, long length, UcxEndpoint sender, UcxFuture<MemorySegment> body) {
+    private void fetch(
+            MemorySegment desc, MemorySegment dst, long length, UcxEndpoint sender, UcxFuture<MemorySegment> body) {
         UcxFuture<Long> received = new UcxFuture<>();
         Operation op = received.track(rt, OperationKind.AM_RECV_DATA, UcxEndpoint.ownerOf(sender), length);
         MemorySegment p = rt.operations.param(op, Upcalls.STREAM_RECV, 0, 0);

@@ -17,8 +17,13 @@ public final class AmMessage {
     private final UcxEndpoint sender;
     private final UcxFuture<java.lang.foreign.MemorySegment> data;
 
-    AmMessage(int id, byte[] header, long length, boolean rendezvous, UcxEndpoint sender,
-              UcxFuture<java.lang.foreign.MemorySegment> data) {
+    AmMessage(
+            int id,
+            byte[] header,
+            long length,
+            boolean rendezvous,
+            UcxEndpoint sender,
+            UcxFuture<java.lang.foreign.MemorySegment> data) {
         this.id = id;
         this.header = header;
         this.length = length;

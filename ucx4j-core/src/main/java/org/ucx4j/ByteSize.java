@@ -45,8 +45,7 @@ public final class ByteSize {
             Map.entry("ti", KIB << 30), Map.entry("tib", KIB << 30),
             Map.entry("pi", KIB << 40), Map.entry("pib", KIB << 40));
 
-    private ByteSize() {
-    }
+    private ByteSize() {}
 
     /**
      * Parses a size.

@@ -38,10 +38,20 @@ public final class ConfigKey<T> {
     private final ConfigKey<T> atLeast;
     private final String description;
 
-    private ConfigKey(String name, ValueType type, Class<T> javaType, T defaultValue, T minimum, T maximum,
-            boolean secret, String daskSpelling, ConfigKey<T> atLeast, String description) {
+    private ConfigKey(
+            String name,
+            ValueType type,
+            Class<T> javaType,
+            T defaultValue,
+            T minimum,
+            T maximum,
+            boolean secret,
+            String daskSpelling,
+            ConfigKey<T> atLeast,
+            String description) {
         if (!NAME.matcher(Objects.requireNonNull(name, "name")).matches()
-                || name.equals(ConfigSchema.ENVIRONMENT) || name.startsWith(ConfigSchema.ENVIRONMENT + ".")) {
+                || name.equals(ConfigSchema.ENVIRONMENT)
+                || name.startsWith(ConfigSchema.ENVIRONMENT + ".")) {
             throw new IllegalArgumentException("not a valid configuration key name: '" + name
                     + "' (lower-case segments of letters, digits and '-', separated by '.'; not environment)");
         }
@@ -68,7 +78,8 @@ public final class ConfigKey<T> {
      * @return the key, default unset
      */
     public static ConfigKey<Boolean> flag(String name, String description) {
-        return new ConfigKey<>(name, ValueType.BOOLEAN, Boolean.class, null, null, null, false, null, null, description);
+        return new ConfigKey<>(
+                name, ValueType.BOOLEAN, Boolean.class, null, null, null, false, null, null, description);
     }
 
     /**
@@ -80,8 +91,8 @@ public final class ConfigKey<T> {
      * @return the key
      */
     public static ConfigKey<Boolean> flag(String name, boolean defaultValue, String description) {
-        return new ConfigKey<>(name, ValueType.BOOLEAN, Boolean.class, defaultValue, null, null, false, null, null,
-                description);
+        return new ConfigKey<>(
+                name, ValueType.BOOLEAN, Boolean.class, defaultValue, null, null, false, null, null, description);
     }
 
     /**
@@ -93,8 +104,8 @@ public final class ConfigKey<T> {
      * @return the key, default unset, range 0 and up
      */
     public static ConfigKey<Long> size(String name, String description) {
-        return new ConfigKey<>(name, ValueType.BYTES, Long.class, null, 0L, Long.MAX_VALUE, false, null, null,
-                description);
+        return new ConfigKey<>(
+                name, ValueType.BYTES, Long.class, null, 0L, Long.MAX_VALUE, false, null, null, description);
     }
 
     /**
@@ -111,8 +122,8 @@ public final class ConfigKey<T> {
         if (minimum < 0 || maximum < minimum) {
             throw new IllegalArgumentException("bad range " + minimum + ".." + maximum + " for " + name);
         }
-        return new ConfigKey<>(name, ValueType.BYTES, Long.class, defaultValue, minimum, maximum, false, null, null,
-                description);
+        return new ConfigKey<>(
+                name, ValueType.BYTES, Long.class, defaultValue, minimum, maximum, false, null, null, description);
     }
 
     /**
@@ -126,13 +137,22 @@ public final class ConfigKey<T> {
      * @param description one line for the documentation
      * @return the key
      */
-    public static ConfigKey<Duration> duration(String name, Duration defaultValue, Duration minimum, Duration maximum,
-            String description) {
+    public static ConfigKey<Duration> duration(
+            String name, Duration defaultValue, Duration minimum, Duration maximum, String description) {
         if (minimum.isNegative() || maximum.compareTo(minimum) < 0) {
             throw new IllegalArgumentException("bad range " + minimum + ".." + maximum + " for " + name);
         }
-        return new ConfigKey<>(name, ValueType.DURATION, Duration.class, defaultValue, minimum, maximum, false, null,
-                null, description);
+        return new ConfigKey<>(
+                name,
+                ValueType.DURATION,
+                Duration.class,
+                defaultValue,
+                minimum,
+                maximum,
+                false,
+                null,
+                null,
+                description);
     }
 
     /**
@@ -144,8 +164,17 @@ public final class ConfigKey<T> {
      * @return the key
      */
     public static ConfigKey<Integer> count(String name, int defaultValue, String description) {
-        return new ConfigKey<>(name, ValueType.POSITIVE_INT, Integer.class, defaultValue, 1, Integer.MAX_VALUE, false,
-                null, null, description);
+        return new ConfigKey<>(
+                name,
+                ValueType.POSITIVE_INT,
+                Integer.class,
+                defaultValue,
+                1,
+                Integer.MAX_VALUE,
+                false,
+                null,
+                null,
+                description);
     }
 
     /**
@@ -173,8 +202,17 @@ public final class ConfigKey<T> {
 
     /** The core's progress-mode key; a type of its own because only the core has one. */
     static ConfigKey<ProgressMode> progressMode(String name, ProgressMode defaultValue, String description) {
-        return new ConfigKey<>(name, ValueType.PROGRESS_MODE, ProgressMode.class, defaultValue, null, null, false, null,
-                null, description);
+        return new ConfigKey<>(
+                name,
+                ValueType.PROGRESS_MODE,
+                ProgressMode.class,
+                defaultValue,
+                null,
+                null,
+                false,
+                null,
+                null,
+                description);
     }
 
     /**
@@ -186,8 +224,17 @@ public final class ConfigKey<T> {
      * @return a new key
      */
     public ConfigKey<T> withDaskSpelling(String daskName) {
-        return new ConfigKey<>(name, type, javaType, defaultValue, minimum, maximum, secret,
-                Objects.requireNonNull(daskName, "daskName"), atLeast, description);
+        return new ConfigKey<>(
+                name,
+                type,
+                javaType,
+                defaultValue,
+                minimum,
+                maximum,
+                secret,
+                Objects.requireNonNull(daskName, "daskName"),
+                atLeast,
+                description);
     }
 
     /**
@@ -201,8 +248,17 @@ public final class ConfigKey<T> {
         if (!Comparable.class.isAssignableFrom(javaType)) {
             throw new IllegalStateException(name + " has no order");
         }
-        return new ConfigKey<>(name, type, javaType, defaultValue, minimum, maximum, secret, daskSpelling,
-                Objects.requireNonNull(other, "other"), description);
+        return new ConfigKey<>(
+                name,
+                type,
+                javaType,
+                defaultValue,
+                minimum,
+                maximum,
+                secret,
+                daskSpelling,
+                Objects.requireNonNull(other, "other"),
+                description);
     }
 
     /**
@@ -293,8 +349,10 @@ public final class ConfigKey<T> {
             if (type == ValueType.BYTES && minimum.equals(0L)) {
                 throw new IllegalArgumentException("a size cannot be negative");
             }
-            throw new IllegalArgumentException(unbounded ? "must be at least " + type.display(minimum)
-                    : "must be from " + type.display(minimum) + " to " + type.display(maximum));
+            throw new IllegalArgumentException(
+                    unbounded
+                            ? "must be at least " + type.display(minimum)
+                            : "must be from " + type.display(minimum) + " to " + type.display(maximum));
         }
         return value;
     }
@@ -317,7 +375,9 @@ public final class ConfigKey<T> {
         if (secret && value != null) {
             return "(set)";
         }
-        return value instanceof Duration d ? Durations.format(d) : value instanceof ProgressMode ? display(value) : value;
+        return value instanceof Duration d
+                ? Durations.format(d)
+                : value instanceof ProgressMode ? display(value) : value;
     }
 
     @Override

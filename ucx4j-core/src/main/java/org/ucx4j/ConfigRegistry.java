@@ -116,8 +116,9 @@ final class ConfigRegistry {
 
     /** Holder: the service lookup runs on first use, once. */
     private static final class Discovered {
-        static final ConfigRegistry REGISTRY = new ConfigRegistry(
-                ServiceLoader.load(ConfigKeySet.class, ConfigKeySet.class.getClassLoader()).stream()
-                        .map(ServiceLoader.Provider::get).toList());
+        static final ConfigRegistry REGISTRY =
+                new ConfigRegistry(ServiceLoader.load(ConfigKeySet.class, ConfigKeySet.class.getClassLoader()).stream()
+                        .map(ServiceLoader.Provider::get)
+                        .toList());
     }
 }

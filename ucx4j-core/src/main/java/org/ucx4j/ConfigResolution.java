@@ -29,20 +29,28 @@ import org.ucx4j.internal.config.ResolvedValue;
  * <p>Threading: stateless (deprecation warnings are logged once per process, see {@link ConfigWarnings}).
  */
 final class ConfigResolution {
-    private ConfigResolution() {
-    }
+    private ConfigResolution() {}
 
     static ResolvedConfig resolve(ConfigRegistry registry, ConfigLoader.Loaded loaded) {
-        List<Map<String, ResolvedValue>> converted = loaded.layers().stream().map(l -> convert(registry, l)).toList();
+        List<Map<String, ResolvedValue>> converted =
+                loaded.layers().stream().map(l -> convert(registry, l)).toList();
         Map<ConfigKey<?>, ResolvedValue> values = new LinkedHashMap<>();
         for (ConfigKey<?> key : registry.keys()) {
             ResolvedValue winner = resolve(registry.schema(), converted, key.name());
             if (winner != null && winner.value() == null && key.defaultValue().isPresent()) {
-                throw ConfigErrors.invalidValue(key.name(), "none", winner.origin(), "this key cannot be unset; leave it out"
-                        + " to get the default " + key.display(key.defaultValue().get()), false);
+                throw ConfigErrors.invalidValue(
+                        key.name(),
+                        "none",
+                        winner.origin(),
+                        "this key cannot be unset; leave it out" + " to get the default "
+                                + key.display(key.defaultValue().get()),
+                        false);
             }
-            values.put(key, winner != null ? winner
-                    : new ResolvedValue(key.defaultValue().orElse(null), ConfigOrigin.DEFAULT));
+            values.put(
+                    key,
+                    winner != null
+                            ? winner
+                            : new ResolvedValue(key.defaultValue().orElse(null), ConfigOrigin.DEFAULT));
         }
         TreeSet<String> entryPaths = new TreeSet<>();
         converted.forEach(layer -> layer.keySet().stream()
@@ -73,8 +81,12 @@ final class ConfigResolution {
         if (key == null) {
             String name = s.path().substring(ConfigSchema.ENVIRONMENT.length() + 1);
             if (!ConfigSchema.isValidEntryName(name)) {
-                throw ConfigErrors.invalidValue(s.path(), written, s.origin(),
-                        "environment entry names are letters, digits and '-' (some-key becomes UCX_SOME_KEY)", false);
+                throw ConfigErrors.invalidValue(
+                        s.path(),
+                        written,
+                        s.origin(),
+                        "environment entry names are letters, digits and '-' (some-key becomes UCX_SOME_KEY)",
+                        false);
             }
             if (!(s.value() instanceof String)) {
                 throw ConfigErrors.invalidValue(s.path(), written, s.origin(), "expected text", false);
@@ -96,8 +108,10 @@ final class ConfigResolution {
             }
             if (v.origin().deprecatedKey() != null) {
                 String key = v.origin().deprecatedKey();
-                ConfigWarnings.warnOnce(key, "ucx4j config: " + v.origin().description()
-                        + " is a deprecated spelling; use " + replacement(schema, path) + " instead");
+                ConfigWarnings.warnOnce(
+                        key,
+                        "ucx4j config: " + v.origin().description() + " is a deprecated spelling; use "
+                                + replacement(schema, path) + " instead");
             }
             return v;
         }
@@ -108,8 +122,8 @@ final class ConfigResolution {
         boolean entry = path.startsWith(ConfigSchema.ENVIRONMENT + ".");
         String ucx4j = entry ? ConfigSchema.ENVIRONMENT : path;
         String dask = entry ? ConfigSchema.ENVIRONMENT : schema.daskSpellingOf(path);
-        return "'distributed-ucxx." + dask + "' or ucx4j's own '" + ucx4j
-                + "' (UCX4J__" + ucx4j.toUpperCase(Locale.ROOT).replace("-", "_").replace(".", "__") + ")";
+        return "'distributed-ucxx." + dask + "' or ucx4j's own '" + ucx4j + "' (UCX4J__"
+                + ucx4j.toUpperCase(Locale.ROOT).replace("-", "_").replace(".", "__") + ")";
     }
 
     @SuppressWarnings("unchecked")
@@ -120,10 +134,16 @@ final class ConfigResolution {
         }
         ResolvedValue v = values.get(key);
         ResolvedValue floor = values.get(lower);
-        if (v.value() != null && floor.value() != null && ((Comparable<T>) v.value()).compareTo((T) floor.value()) < 0) {
-            throw ConfigErrors.invalidValue(key.name(), key.display(v.value()), v.origin(),
+        if (v.value() != null
+                && floor.value() != null
+                && ((Comparable<T>) v.value()).compareTo((T) floor.value()) < 0) {
+            throw ConfigErrors.invalidValue(
+                    key.name(),
+                    key.display(v.value()),
+                    v.origin(),
                     "must be at least " + lower.name() + ", which is " + lower.display(floor.value()) + " from "
-                            + floor.origin(), false);
+                            + floor.origin(),
+                    false);
         }
     }
 }

@@ -27,7 +27,12 @@ final class EndpointLifecycle implements OperationOwner {
     private static final Logger LOG = LoggerFactory.getLogger(EndpointLifecycle.class);
     private static final int CLOSE_FLAG_FORCE = 1;
 
-    private enum State { OPEN, FAILED, CLOSING, CLOSED }
+    private enum State {
+        OPEN,
+        FAILED,
+        CLOSING,
+        CLOSED
+    }
 
     private final UcxEndpoint endpoint;
     private final NativeWorker rt;
@@ -75,7 +80,9 @@ final class EndpointLifecycle implements OperationOwner {
     void ensureOpen() {
         UcxException failed = failure;
         if (failed != null) {
-            throw UcxException.of(failed.call(), failed.rawStatus(),
+            throw UcxException.of(
+                    failed.call(),
+                    failed.rawStatus(),
                     "endpoint to " + describePeer() + " failed earlier: " + failed.getMessage());
         }
         State s = state;
@@ -192,7 +199,8 @@ final class EndpointLifecycle implements OperationOwner {
         closeFuture = f;
         CloseMode mode = state == State.FAILED ? CloseMode.FORCE : requested;
         state = State.CLOSING;
-        UcxCanceledException closed = new UcxCanceledException("endpoint close", "endpoint to " + describePeer() + " closed");
+        UcxCanceledException closed =
+                new UcxCanceledException("endpoint close", "endpoint to " + describePeer() + " closed");
         endpoint.simpleChannel().failWaiters(closed);
         OperationTable table = rt.operations;
         for (Operation op : operations.snapshot()) {
@@ -205,8 +213,8 @@ final class EndpointLifecycle implements OperationOwner {
         // the close sees the endpoint already gone from the worker.
         UcxFuture<Void> released = new UcxFuture<>();
         Operation op = released.track(rt, OperationKind.ENDPOINT_CLOSE, null, 0);
-        MemorySegment p = table.param(op, Upcalls.SEND, OperationTable.OP_ATTR_FIELD_FLAGS,
-                mode == CloseMode.FORCE ? CLOSE_FLAG_FORCE : 0);
+        MemorySegment p = table.param(
+                op, Upcalls.SEND, OperationTable.OP_ATTR_FIELD_FLAGS, mode == CloseMode.FORCE ? CLOSE_FLAG_FORCE : 0);
         MemorySegment r;
         try {
             r = (MemorySegment) Ucp.ep_close_nbx.invokeExact(endpoint.handle, p);
@@ -217,7 +225,9 @@ final class EndpointLifecycle implements OperationOwner {
         java.time.Duration closeTimeout = endpoint.worker().options().closeTimeout();
         TimerQueue.Timer guard = rt.timers.schedule(closeTimeout.toNanos(), () -> {
             if (!f.isDone()) {
-                f.completeExceptionally(new UcxTimeoutException("ucp_ep_close_nbx", UcxStatus.TIMED_OUT.code(),
+                f.completeExceptionally(new UcxTimeoutException(
+                        "ucp_ep_close_nbx",
+                        UcxStatus.TIMED_OUT.code(),
                         "endpoint to " + describePeer() + " did not close within " + closeTimeout));
             }
         });

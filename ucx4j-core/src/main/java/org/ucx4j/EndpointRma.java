@@ -56,9 +56,12 @@ final class EndpointRma {
             MemorySegment handle = endpoint.handle;
             int status = NativeCalls.callInt(() -> (byte) Ucp.ep_rkey_unpack.invokeExact(handle, buffer, out));
             if (status != UcxStatus.OK.code()) {
-                throw UcxException.of("ucp_ep_rkey_unpack", status, "a " + packed.length + "-byte packed key for a "
-                        + parsed.length() + "-byte region, endpoint to " + endpoint.describePeer()
-                        + " (corrupted, or packed by a process this endpoint does not lead to)");
+                throw UcxException.of(
+                        "ucp_ep_rkey_unpack",
+                        status,
+                        "a " + packed.length + "-byte packed key for a "
+                                + parsed.length() + "-byte region, endpoint to " + endpoint.describePeer()
+                                + " (corrupted, or packed by a process this endpoint does not lead to)");
             }
             RemoteKey key = new RemoteKey(endpoint, out.get(ValueLayout.ADDRESS, 0), parsed.base(), parsed.length());
             remoteKeys.add(key);
@@ -71,8 +74,8 @@ final class EndpointRma {
         Objects.requireNonNull(local, "local");
         Objects.requireNonNull(key, "key");
         if (key.endpoint() != endpoint) {
-            throw new IllegalArgumentException("the remote key was unpacked on " + key.endpoint()
-                    + ", not on " + endpoint + ": a key works only on its own endpoint");
+            throw new IllegalArgumentException("the remote key was unpacked on " + key.endpoint() + ", not on "
+                    + endpoint + ": a key works only on its own endpoint");
         }
         long len = local.byteSize();
         key.checkAccess(remoteOffset, len);
@@ -104,15 +107,16 @@ final class EndpointRma {
                 return;
             }
             if (!key.acquire()) {
-                rt.operations.failUnsubmitted(op, new IllegalStateException("remote key (region of " + key.size()
-                        + " bytes) is closed"));
+                rt.operations.failUnsubmitted(
+                        op, new IllegalStateException("remote key (region of " + key.size() + " bytes) is closed"));
                 return;
             }
             f.whenComplete((v, e) -> rt.engine.execute(key::release));
             MemorySegment p = rt.operations.param(op, Upcalls.SEND, 0, 0);
             MemorySegment r;
             try {
-                r = put ? (MemorySegment) Ucp.put_nbx.invokeExact(handle, buffer, len, remote, key.handle(), p)
+                r = put
+                        ? (MemorySegment) Ucp.put_nbx.invokeExact(handle, buffer, len, remote, key.handle(), p)
                         : (MemorySegment) Ucp.get_nbx.invokeExact(handle, buffer, len, remote, key.handle(), p);
             } catch (Throwable t) {
                 rt.operations.failUnsubmitted(op, t);

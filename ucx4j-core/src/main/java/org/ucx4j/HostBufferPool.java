@@ -31,6 +31,7 @@ public final class HostBufferPool {
     private static final long PAGE = 4096;
     /** The smallest class: smaller buffers are cheap enough to allocate in an arena. */
     public static final long MIN_POOLED = 64 * 1024;
+
     private static final HostBufferPool SHARED = new HostBufferPool(512L * 1024 * 1024);
 
     private final long maxRetained;

@@ -9,11 +9,11 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.ucx4j.internal.worker.Buffers;
 import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.NativeLinker;
 import org.ucx4j.internal.Structs;
 import org.ucx4j.internal.Ucp;
+import org.ucx4j.internal.worker.Buffers;
 
 /**
  * Memory registered with UCX for remote access ({@code ucp_mem_h}): peers that hold its remote key can
@@ -47,6 +47,7 @@ public final class MemoryRegion implements AutoCloseable {
     private final MemorySegment segment;
     /** Scope of {@link #segment} for memory UCX allocated; null for mapped memory. */
     private final Arena allocation;
+
     private final AtomicBoolean closed = new AtomicBoolean();
 
     private MemoryRegion(UcxContext context, MemorySegment memh, MemorySegment segment, Arena allocation) {
@@ -72,7 +73,9 @@ public final class MemoryRegion implements AutoCloseable {
         MemorySegment address = Buffers.unscoped(segment);
         try (Arena a = Arena.ofConfined()) {
             MemorySegment params = a.allocate(Structs.UCP_MEM_MAP_PARAMS);
-            params.set(JAVA_LONG, Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "field_mask"),
+            params.set(
+                    JAVA_LONG,
+                    Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "field_mask"),
                     MEM_MAP_PARAM_FIELD_ADDRESS | MEM_MAP_PARAM_FIELD_LENGTH);
             params.set(ADDRESS, Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "address"), address);
             params.set(JAVA_LONG, Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "length"), segment.byteSize());
@@ -91,7 +94,9 @@ public final class MemoryRegion implements AutoCloseable {
         MemorySegment memh;
         try (Arena a = Arena.ofConfined()) {
             MemorySegment params = a.allocate(Structs.UCP_MEM_MAP_PARAMS);
-            params.set(JAVA_LONG, Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "field_mask"),
+            params.set(
+                    JAVA_LONG,
+                    Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "field_mask"),
                     MEM_MAP_PARAM_FIELD_LENGTH | MEM_MAP_PARAM_FIELD_FLAGS);
             params.set(JAVA_LONG, Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "length"), size);
             params.set(JAVA_INT, Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "flags"), MEM_MAP_ALLOCATE);
@@ -100,7 +105,9 @@ public final class MemoryRegion implements AutoCloseable {
             UcxContext.check(status, "ucp_mem_map", "allocating " + size + " bytes");
             memh = out.get(ADDRESS, 0);
             MemorySegment attr = a.allocate(Structs.UCP_MEM_ATTR);
-            attr.set(JAVA_LONG, Structs.offset(Structs.UCP_MEM_ATTR, "field_mask"),
+            attr.set(
+                    JAVA_LONG,
+                    Structs.offset(Structs.UCP_MEM_ATTR, "field_mask"),
                     MEM_ATTR_FIELD_ADDRESS | MEM_ATTR_FIELD_LENGTH);
             status = NativeCalls.callInt(() -> (byte) Ucp.mem_query.invokeExact(memh, attr));
             if (status != 0) {
@@ -111,8 +118,11 @@ public final class MemoryRegion implements AutoCloseable {
             long length = attr.get(JAVA_LONG, Structs.offset(Structs.UCP_MEM_ATTR, "length"));
             if (base.address() == 0 || length < size) {
                 unmap(contextHandle, memh);
-                throw new UcxException("ucp_mem_query", UcxStatus.IO_ERROR.code(), "UCX reported " + length + " bytes at 0x"
-                        + Long.toHexString(base.address()) + " for an allocation of " + size + " bytes");
+                throw new UcxException(
+                        "ucp_mem_query",
+                        UcxStatus.IO_ERROR.code(),
+                        "UCX reported " + length + " bytes at 0x" + Long.toHexString(base.address())
+                                + " for an allocation of " + size + " bytes");
             }
             Arena scope = Arena.ofShared();
             return new MemoryRegion(context, memh, NativeLinker.view(base, length, scope), scope);
@@ -185,7 +195,9 @@ public final class MemoryRegion implements AutoCloseable {
                     long n = sizeOut.get(JAVA_LONG, 0);
                     packed = NativeLinker.view(buffer, n).toArray(JAVA_BYTE);
                 } finally {
-                    NativeCalls.invoke(() -> { Ucp.rkey_buffer_release.invokeExact(buffer); });
+                    NativeCalls.invoke(() -> {
+                        Ucp.rkey_buffer_release.invokeExact(buffer);
+                    });
                 }
                 return RemoteKeyFormat.encode(segment.address(), segment.byteSize(), packed);
             }

@@ -57,8 +57,9 @@ public enum ProgressMode {
             case "blocking", "thread" -> THREAD_BLOCKING;
             case "polling" -> THREAD_POLLING;
             case "caller-driven", "none" -> CALLER;
-            default -> throw new IllegalArgumentException(
-                    "unknown progress mode '" + text + "': expected thread-blocking, thread-polling or caller");
+            default ->
+                throw new IllegalArgumentException(
+                        "unknown progress mode '" + text + "': expected thread-blocking, thread-polling or caller");
         };
     }
 }

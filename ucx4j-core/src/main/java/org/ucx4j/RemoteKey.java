@@ -138,10 +138,14 @@ public final class RemoteKey implements AutoCloseable {
         endpoint.remoteKeyDestroyed(this);
         if (!rt.engine.isRunning()) {
             // The worker is being destroyed and takes its keys' memory with it.
-            LOG.debug("remote key not destroyed: worker {} is shutting down", endpoint.worker().name());
+            LOG.debug(
+                    "remote key not destroyed: worker {} is shutting down",
+                    endpoint.worker().name());
             return;
         }
-        NativeCalls.invoke(() -> { Ucp.rkey_destroy.invokeExact(handle); });
+        NativeCalls.invoke(() -> {
+            Ucp.rkey_destroy.invokeExact(handle);
+        });
     }
 
     /**

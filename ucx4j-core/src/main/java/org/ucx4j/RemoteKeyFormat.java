@@ -38,6 +38,7 @@ final class RemoteKeyFormat {
     static final byte VERSION = 1;
     /** Bytes before the CRC, which it covers together with the packed key. */
     private static final int CHECKED_HEADER = MAGIC.length + 1 + 8 + 8 + 4;
+
     static final int HEADER_SIZE = CHECKED_HEADER + 4;
 
     private RemoteKeyFormat() {}
@@ -50,7 +51,13 @@ final class RemoteKeyFormat {
             throw new IllegalArgumentException("UCX packed an empty remote key");
         }
         ByteBuffer b = ByteBuffer.allocate(HEADER_SIZE + packedKey.length).order(ByteOrder.LITTLE_ENDIAN);
-        b.put(MAGIC).put(VERSION).putLong(base).putLong(length).putInt(packedKey.length).putInt(0).put(packedKey);
+        b.put(MAGIC)
+                .put(VERSION)
+                .putLong(base)
+                .putLong(length)
+                .putInt(packedKey.length)
+                .putInt(0)
+                .put(packedKey);
         byte[] frame = b.array();
         b.putInt(CHECKED_HEADER, crc(frame));
         return frame;
@@ -77,8 +84,8 @@ final class RemoteKeyFormat {
         ByteBuffer b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).position(MAGIC.length);
         int version = b.get() & 0xFF;
         if (version != VERSION) {
-            throw new IllegalArgumentException("unsupported remote key version " + version + " (this ucx4j reads "
-                    + VERSION + ")");
+            throw new IllegalArgumentException(
+                    "unsupported remote key version " + version + " (this ucx4j reads " + VERSION + ")");
         }
         long base = b.getLong();
         long length = b.getLong();

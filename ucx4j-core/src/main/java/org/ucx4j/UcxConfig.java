@@ -201,10 +201,16 @@ public final class UcxConfig {
     public List<ConfigEntry> entries() {
         List<ConfigEntry> out = new ArrayList<>();
         for (ConfigKey<?> key : registry.keys()) {
-            out.add(new ConfigEntry(key.name(), key.display(resolved.value(key)), resolved.origin(key).description()));
+            out.add(new ConfigEntry(
+                    key.name(),
+                    key.display(resolved.value(key)),
+                    resolved.origin(key).description()));
         }
-        resolved.environment().forEach((name, v) -> out.add(new ConfigEntry(
-                ConfigSchema.ENVIRONMENT + "." + name, (String) v.value(), v.origin().description())));
+        resolved.environment()
+                .forEach((name, v) -> out.add(new ConfigEntry(
+                        ConfigSchema.ENVIRONMENT + "." + name,
+                        (String) v.value(),
+                        v.origin().description())));
         return List.copyOf(out);
     }
 
@@ -221,13 +227,16 @@ public final class UcxConfig {
         for (ConfigKey<?> key : registry.keys()) {
             keys.put(key.name(), valueAndSource(key.toJson(resolved.value(key)), resolved.origin(key)));
         }
-        resolved.environment().forEach((name, v) ->
-                keys.put(ConfigSchema.ENVIRONMENT + "." + name, valueAndSource(v.value(), v.origin())));
+        resolved.environment()
+                .forEach((name, v) ->
+                        keys.put(ConfigSchema.ENVIRONMENT + "." + name, valueAndSource(v.value(), v.origin())));
         Map<String, Object> ucx = new LinkedHashMap<>();
         ucx.put("context", new LinkedHashMap<>(settings.contextOptions()));
         ucx.put("global", new LinkedHashMap<>(settings.globalOptions()));
         Map<String, Object> out = new LinkedHashMap<>();
-        out.put("file", resolved.configFile() == null ? null : resolved.configFile().toString());
+        out.put(
+                "file",
+                resolved.configFile() == null ? null : resolved.configFile().toString());
         out.put("keys", keys);
         out.put("ucx", ucx);
         return out;
@@ -304,11 +313,9 @@ public final class UcxConfig {
         /** By canonical path; text values ({@link #set(String, String)}) are classified again at build. */
         private final Map<String, Pending> values = new LinkedHashMap<>();
 
-        private record Pending(RawSetting setting, boolean text) {
-        }
+        private record Pending(RawSetting setting, boolean text) {}
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /**
          * Sets one key: {@code set(UcxKeys.TCP, true)}, {@code set(CommKeys.MAX_FRAMES, 10)}. The value
@@ -325,7 +332,8 @@ public final class UcxConfig {
             if (value instanceof Number n) {
                 written = n.toString();
             }
-            values.put(key.name(), new Pending(new RawSetting(key.name(), value, written, ConfigOrigin.BUILDER), false));
+            values.put(
+                    key.name(), new Pending(new RawSetting(key.name(), value, written, ConfigOrigin.BUILDER), false));
             return this;
         }
 
@@ -373,8 +381,10 @@ public final class UcxConfig {
             if (schema.classify(path, false) instanceof ConfigSchema.Unknown) {
                 throw ConfigErrors.unknownKey(path, value, ConfigOrigin.BUILDER, schema);
             }
-            values.put(path, new Pending(new RawSetting(path, LiteralValues.noneToNull(value), value,
-                    ConfigOrigin.BUILDER), true));
+            values.put(
+                    path,
+                    new Pending(
+                            new RawSetting(path, LiteralValues.noneToNull(value), value, ConfigOrigin.BUILDER), true));
             return this;
         }
 
@@ -413,7 +423,12 @@ public final class UcxConfig {
             for (Pending p : values.values()) {
                 RawSetting s = p.setting();
                 if (p.text()) {
-                    ConfigNamespace.UCX4J.accept(layer, registry.schema(), s.path(), s.value(), s.written(),
+                    ConfigNamespace.UCX4J.accept(
+                            layer,
+                            registry.schema(),
+                            s.path(),
+                            s.value(),
+                            s.written(),
                             s.origin().description());
                 } else if (registry.named(s.path()) != null || s.path().startsWith(ConfigSchema.ENVIRONMENT + ".")) {
                     layer.add(s);
@@ -421,8 +436,8 @@ public final class UcxConfig {
                     throw ConfigErrors.unknownKey(s.path(), s.written(), s.origin(), registry.schema());
                 }
             }
-            return new UcxConfig(registry, ConfigResolution.resolve(registry,
-                    ConfigLoader.load(sources, layer, registry.schema())));
+            return new UcxConfig(
+                    registry, ConfigResolution.resolve(registry, ConfigLoader.load(sources, layer, registry.schema())));
         }
     }
 }

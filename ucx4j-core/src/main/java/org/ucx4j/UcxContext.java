@@ -17,8 +17,8 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.ucx4j.internal.Extensions;
-import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.Libc;
+import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.Structs;
 import org.ucx4j.internal.Ucp;
 import org.ucx4j.internal.UcxLibrary;
@@ -53,6 +53,7 @@ public final class UcxContext implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     /** Numbers this context's workers (their names and progress threads): no process-wide counter. */
     private final AtomicInteger workerNumbers = new AtomicInteger();
+
     private final List<UcxWorker> workers = new ArrayList<>();
 
     private UcxContext(MemorySegment handle, MemorySegment ucpConfig, Builder b) {
@@ -168,7 +169,9 @@ public final class UcxContext implements AutoCloseable {
      */
     public String describe() {
         MemorySegment h = handle();
-        return Libc.capture(file -> NativeCalls.invoke(() -> { Ucp.context_print_info.invokeExact(h, file); }));
+        return Libc.capture(file -> NativeCalls.invoke(() -> {
+            Ucp.context_print_info.invokeExact(h, file);
+        }));
     }
 
     /**
@@ -179,8 +182,9 @@ public final class UcxContext implements AutoCloseable {
      */
     public String describeConfig() {
         ensureOpen();
-        return Libc.capture(file -> NativeCalls.invoke(
-                () -> { Ucp.config_print.invokeExact(ucpConfig, file, MemorySegment.NULL, CONFIG_PRINT_CONFIG); }));
+        return Libc.capture(file -> NativeCalls.invoke(() -> {
+            Ucp.config_print.invokeExact(ucpConfig, file, MemorySegment.NULL, CONFIG_PRINT_CONFIG);
+        }));
     }
 
     /**
@@ -253,8 +257,12 @@ public final class UcxContext implements AutoCloseable {
             }
         }
         failure = closeRegions(failure);
-        NativeCalls.invoke(() -> { Ucp.cleanup.invokeExact(handle); });
-        NativeCalls.invoke(() -> { Ucp.config_release.invokeExact(ucpConfig); });
+        NativeCalls.invoke(() -> {
+            Ucp.cleanup.invokeExact(handle);
+        });
+        NativeCalls.invoke(() -> {
+            Ucp.config_release.invokeExact(ucpConfig);
+        });
         if (failure != null) {
             throw failure;
         }
@@ -348,8 +356,6 @@ public final class UcxContext implements AutoCloseable {
     public String toString() {
         return "UcxContext[" + name + ", features=" + features + (closed.get() ? ", closed" : "") + "]";
     }
-
-
 
     static void check(int status, String call, String detail) {
         if (status != 0) {
@@ -468,7 +474,8 @@ public final class UcxContext implements AutoCloseable {
             options.putAll(effective);
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment out = arena.allocate(ADDRESS);
-                int status = NativeCalls.callInt(() -> (byte) Ucp.config_read.invokeExact(MemorySegment.NULL, MemorySegment.NULL, out));
+                int status = NativeCalls.callInt(
+                        () -> (byte) Ucp.config_read.invokeExact(MemorySegment.NULL, MemorySegment.NULL, out));
                 check(status, "ucp_config_read", null);
                 MemorySegment config = out.get(ADDRESS, 0);
                 try {
@@ -490,15 +497,20 @@ public final class UcxContext implements AutoCloseable {
                     for (Feature f : this.features) {
                         features |= f.bit();
                     }
-                    params.set(JAVA_LONG, Structs.offset(Structs.UCP_PARAMS, "field_mask"),
+                    params.set(
+                            JAVA_LONG,
+                            Structs.offset(Structs.UCP_PARAMS, "field_mask"),
                             PARAM_FIELD_FEATURES | PARAM_FIELD_NAME);
                     params.set(JAVA_LONG, Structs.offset(Structs.UCP_PARAMS, "features"), features);
                     params.set(ADDRESS, Structs.offset(Structs.UCP_PARAMS, "name"), arena.allocateFrom(name));
-                    int s = NativeCalls.callInt(() -> (byte) Ucp.init_version.invokeExact(API_MAJOR, API_MINOR, params, config, out));
+                    int s = NativeCalls.callInt(
+                            () -> (byte) Ucp.init_version.invokeExact(API_MAJOR, API_MINOR, params, config, out));
                     check(s, "ucp_init", "features " + this.features + ", options " + options);
                     return new UcxContext(out.get(ADDRESS, 0), config, this);
                 } catch (RuntimeException | Error e) {
-                    NativeCalls.invoke(() -> { Ucp.config_release.invokeExact(config); });
+                    NativeCalls.invoke(() -> {
+                        Ucp.config_release.invokeExact(config);
+                    });
                     throw e;
                 }
             }
@@ -527,6 +539,4 @@ public final class UcxContext implements AutoCloseable {
         lib.environment().forEach((k, v) -> out.put(k.startsWith("UCX_") ? k.substring(4) : k, v));
         return out;
     }
-
-
 }

@@ -52,8 +52,13 @@ public final class UcxEndpoint implements AutoCloseable {
     private final SimpleAmChannel simple;
     private final EndpointRma rma;
 
-    UcxEndpoint(UcxWorker worker, NativeWorker rt, MemorySegment handle, int id, InetSocketAddress peer,
-                EndpointErrorHandler handler) {
+    UcxEndpoint(
+            UcxWorker worker,
+            NativeWorker rt,
+            MemorySegment handle,
+            int id,
+            InetSocketAddress peer,
+            EndpointErrorHandler handler) {
         this.worker = worker;
         this.rt = rt;
         this.handle = handle;
@@ -79,7 +84,8 @@ public final class UcxEndpoint implements AutoCloseable {
         lifecycle.ensureOpen();
         MemorySegment src = Buffers.forSend(op, buffer);
         long len = buffer.byteSize();
-        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, src, len, tag, p));
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, p ->
+                (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, src, len, tag, p));
         return f;
     }
 
@@ -122,7 +128,8 @@ public final class UcxEndpoint implements AutoCloseable {
         Operation op = f.track(rt, OperationKind.TAG_SEND_IOV, lifecycle, Iov.total(segments));
         MemorySegment list = Iov.forSend(op, segments);
         long count = segments.size();
-        rt.startOp(op, true, Upcalls.SEND, 0, 0, p -> (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, list, count, tag, p));
+        rt.startOp(op, true, Upcalls.SEND, 0, 0, p ->
+                (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, list, count, tag, p));
         return f;
     }
 
@@ -204,7 +211,8 @@ public final class UcxEndpoint implements AutoCloseable {
         lifecycle.ensureOpen();
         MemorySegment src = Buffers.forSend(op, buffer);
         long len = buffer.byteSize();
-        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (MemorySegment) Ucp.stream_send_nbx.invokeExact(handle, src, len, p));
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, p ->
+                (MemorySegment) Ucp.stream_send_nbx.invokeExact(handle, src, len, p));
         return f;
     }
 
@@ -240,8 +248,8 @@ public final class UcxEndpoint implements AutoCloseable {
         lifecycle.ensureOpen();
         MemorySegment dst = Buffers.forReceive(op, buffer);
         long len = buffer.byteSize();
-        rt.startOp(op, false, Upcalls.STREAM_RECV, OperationTable.OP_ATTR_FIELD_FLAGS, STREAM_RECV_FLAG_WAITALL,
-                p -> (MemorySegment) Ucp.stream_recv_nbx.invokeExact(handle, dst, len, rt.lengthOut, p));
+        rt.startOp(op, false, Upcalls.STREAM_RECV, OperationTable.OP_ATTR_FIELD_FLAGS, STREAM_RECV_FLAG_WAITALL, p ->
+                (MemorySegment) Ucp.stream_recv_nbx.invokeExact(handle, dst, len, rt.lengthOut, p));
         return f;
     }
 
@@ -287,7 +295,8 @@ public final class UcxEndpoint implements AutoCloseable {
      * @param mode eager, rendezvous, or let UCX choose
      * @return completes when the parts may be reused
      */
-    public UcxFuture<Void> amSendAsync(int id, MemorySegment header, java.util.List<MemorySegment> body, AmSendMode mode) {
+    public UcxFuture<Void> amSendAsync(
+            int id, MemorySegment header, java.util.List<MemorySegment> body, AmSendMode mode) {
         worker.checkAmId(id);
         return startAmSend(id, header, null, body, mode);
     }
@@ -354,8 +363,8 @@ public final class UcxEndpoint implements AutoCloseable {
     }
 
     /** Starts an active-message send; the simple channel sends through it too. */
-    UcxFuture<Void> startAmSend(int id, MemorySegment header, MemorySegment body,
-                                java.util.List<MemorySegment> parts, AmSendMode mode) {
+    UcxFuture<Void> startAmSend(
+            int id, MemorySegment header, MemorySegment body, java.util.List<MemorySegment> parts, AmSendMode mode) {
         Objects.requireNonNull(header, "header");
         Objects.requireNonNull(mode, "mode");
         long hlen = header.byteSize();
@@ -365,7 +374,9 @@ public final class UcxEndpoint implements AutoCloseable {
         }
         lifecycle.ensureOpen();
         UcxFuture<Void> f = new UcxFuture<>();
-        long bodyLength = parts != null ? Iov.total(parts) : Objects.requireNonNull(body, "body").byteSize();
+        long bodyLength = parts != null
+                ? Iov.total(parts)
+                : Objects.requireNonNull(body, "body").byteSize();
         Operation op = f.track(rt, OperationKind.AM_SEND, lifecycle, bodyLength);
         MemorySegment src;
         long count;
@@ -380,11 +391,10 @@ public final class UcxEndpoint implements AutoCloseable {
         MemorySegment hdrPtr = hdr;
         int flags = ActiveMessages.SEND_FLAG_REPLY | mode.flag();
         boolean iov = parts != null;
-        rt.startOp(op, iov, Upcalls.SEND, OperationTable.OP_ATTR_FIELD_FLAGS, flags,
-                p -> (MemorySegment) Ucp.am_send_nbx.invokeExact(handle, id, hdrPtr, hlen, src, count, p));
+        rt.startOp(op, iov, Upcalls.SEND, OperationTable.OP_ATTR_FIELD_FLAGS, flags, p ->
+                (MemorySegment) Ucp.am_send_nbx.invokeExact(handle, id, hdrPtr, hlen, src, count, p));
         return f;
     }
-
 
     /** Lock held: a simple-channel message from our peer arrived. */
     void deliverSimple(AmMessage message) {
@@ -445,7 +455,6 @@ public final class UcxEndpoint implements AutoCloseable {
     void startClose(CloseMode requested, UcxFuture<Void> f) {
         lifecycle.startClose(requested, f);
     }
-
 
     /**
      * Closes gracefully ({@link CloseMode#FLUSH}) and waits up to the worker's close timeout. Never throws

@@ -63,7 +63,10 @@ public class UcxException extends RuntimeException {
         try {
             return Ucp.statusString(rawStatus);
         } catch (Throwable notLoaded) {
-            return UcxStatus.of(rawStatus).name().toLowerCase(java.util.Locale.ROOT).replace('_', ' ');
+            return UcxStatus.of(rawStatus)
+                    .name()
+                    .toLowerCase(java.util.Locale.ROOT)
+                    .replace('_', ' ');
         }
     }
 
@@ -109,9 +112,10 @@ public class UcxException extends RuntimeException {
             case TIMED_OUT, ENDPOINT_TIMEOUT -> new UcxTimeoutException(call, rawStatus, detail);
             case CONNECTION_RESET, NOT_CONNECTED, IO_ERROR -> new UcxConnectionResetException(call, rawStatus, detail);
             case UNREACHABLE, REJECTED, INVALID_ADDR -> new UcxUnreachableException(call, rawStatus, detail);
-            default -> UcxStatus.isPeerFailure(rawStatus)
-                    ? new UcxConnectionResetException(call, rawStatus, detail)
-                    : new UcxException(call, rawStatus, detail);
+            default ->
+                UcxStatus.isPeerFailure(rawStatus)
+                        ? new UcxConnectionResetException(call, rawStatus, detail)
+                        : new UcxException(call, rawStatus, detail);
         };
     }
 }

@@ -21,8 +21,7 @@ public final class UcxKeys {
     /** NVLink: {@code cuda_copy,cuda_ipc} join {@code TLS}. */
     public static final ConfigKey<Boolean> NVLINK = ConfigKey.flag("nvlink", "NVLink: adds cuda_copy,cuda_ipc to TLS");
     /** InfiniBand: {@code rc} is prefixed to {@code TLS}. */
-    public static final ConfigKey<Boolean> INFINIBAND =
-            ConfigKey.flag("infiniband", "InfiniBand: prefixes rc to TLS");
+    public static final ConfigKey<Boolean> INFINIBAND = ConfigKey.flag("infiniband", "InfiniBand: prefixes rc to TLS");
     /** Connection set-up through RDMA CM ({@code SOCKADDR_TLS_PRIORITY=rdmacm}). */
     public static final ConfigKey<Boolean> RDMACM =
             ConfigKey.flag("rdmacm", "connection set-up through RDMA CM (SOCKADDR_TLS_PRIORITY=rdmacm)");
@@ -32,14 +31,18 @@ public final class UcxKeys {
     public static final ConfigKey<Boolean> CREATE_CUDA_CONTEXT =
             ConfigKey.flag("create-cuda-context", "create a CUDA context before UCX starts");
     /** How long connection set-up may take: more than nothing, at most a day (default 5 s). */
-    public static final ConfigKey<Duration> CONNECT_TIMEOUT = ConfigKey.duration("connect-timeout",
-            Duration.ofSeconds(5), Duration.ofMillis(1), Duration.ofDays(1), "how long connection set-up may take");
+    public static final ConfigKey<Duration> CONNECT_TIMEOUT = ConfigKey.duration(
+            "connect-timeout",
+            Duration.ofSeconds(5),
+            Duration.ofMillis(1),
+            Duration.ofDays(1),
+            "how long connection set-up may take");
     /** UCX's {@code NET_DEVICES}, for example {@code mlx5_0:1}. Unset: UCX uses all. */
     public static final ConfigKey<String> NET_DEVICES =
             ConfigKey.text("net-devices", "UCX NET_DEVICES, for example mlx5_0:1");
     /** How workers make progress (default {@link ProgressMode#THREAD_BLOCKING}). */
-    public static final ConfigKey<ProgressMode> PROGRESS_MODE = ConfigKey.progressMode("progress-mode",
-            ProgressMode.THREAD_BLOCKING, "how workers make progress");
+    public static final ConfigKey<ProgressMode> PROGRESS_MODE =
+            ConfigKey.progressMode("progress-mode", ProgressMode.THREAD_BLOCKING, "how workers make progress");
     /**
      * Whether endpoints detect a dead peer ({@code UCP_ERR_HANDLING_MODE_PEER}, default true); off lets
      * UCX use shared memory between processes, which it leaves out for endpoints that detect peer
@@ -49,12 +52,20 @@ public final class UcxKeys {
             ConfigKey.flag("peer-error-handling", true, "endpoints detect a dead peer");
 
     /** The core's keys, in documentation order. */
-    public static final List<ConfigKey<?>> ALL = List.of(TCP, NVLINK, INFINIBAND, RDMACM, CUDA_COPY,
-            CREATE_CUDA_CONTEXT, CONNECT_TIMEOUT, NET_DEVICES, PROGRESS_MODE, PEER_ERROR_HANDLING);
+    public static final List<ConfigKey<?>> ALL = List.of(
+            TCP,
+            NVLINK,
+            INFINIBAND,
+            RDMACM,
+            CUDA_COPY,
+            CREATE_CUDA_CONTEXT,
+            CONNECT_TIMEOUT,
+            NET_DEVICES,
+            PROGRESS_MODE,
+            PEER_ERROR_HANDLING);
 
     /** The module name the core's keys are registered under. */
     static final String MODULE = "ucx4j-core";
 
-    private UcxKeys() {
-    }
+    private UcxKeys() {}
 }

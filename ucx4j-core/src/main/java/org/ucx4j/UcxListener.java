@@ -110,10 +110,14 @@ public final class UcxListener implements AutoCloseable {
     }
 
     UcxEndpoint accept(ConnectionRequest request, MemorySegment connRequest, EndpointErrorHandler errorHandler) {
-        UcxEndpoint ep = worker.createEndpoint((params, arena) -> {
-            params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "conn_request"), connRequest);
-            return WorkerConnections.EP_PARAM_FIELD_CONN_REQUEST;
-        }, request.clientAddress(), errorHandler, "ucp_ep_create (accept " + request.clientAddress() + ")");
+        UcxEndpoint ep = worker.createEndpoint(
+                (params, arena) -> {
+                    params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "conn_request"), connRequest);
+                    return WorkerConnections.EP_PARAM_FIELD_CONN_REQUEST;
+                },
+                request.clientAddress(),
+                errorHandler,
+                "ucp_ep_create (accept " + request.clientAddress() + ")");
         accepted.incrementAndGet();
         return ep;
     }
@@ -137,7 +141,9 @@ public final class UcxListener implements AutoCloseable {
     /** Lock held. */
     void destroy() {
         closed.set(true);
-        NativeCalls.invoke(() -> { Ucp.listener_destroy.invokeExact(handle); });
+        NativeCalls.invoke(() -> {
+            Ucp.listener_destroy.invokeExact(handle);
+        });
     }
 
     @Override

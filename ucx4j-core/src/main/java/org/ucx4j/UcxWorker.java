@@ -18,8 +18,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
-import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.Libc;
+import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.Structs;
 import org.ucx4j.internal.Ucp;
 import org.ucx4j.internal.Upcalls;
@@ -62,9 +62,16 @@ public final class UcxWorker implements AutoCloseable {
         this.context = context;
         this.options = options;
         this.name = options.name() + "-" + number;
-        this.rt = new NativeWorker(context.handle(),
-                new WorkerOptions(options.progressMode(), options.connectTimeout(), options.closeTimeout(),
-                        options.spin(), name, options.peerErrorHandling()), new Events());
+        this.rt = new NativeWorker(
+                context.handle(),
+                new WorkerOptions(
+                        options.progressMode(),
+                        options.connectTimeout(),
+                        options.closeTimeout(),
+                        options.spin(),
+                        name,
+                        options.peerErrorHandling()),
+                new Events());
         this.activeMessages = new ActiveMessages(rt);
         long maxHeader = 0;
         if (context.features().contains(Feature.AM)) {
@@ -150,7 +157,8 @@ public final class UcxWorker implements AutoCloseable {
             throw new IllegalStateException("the context of worker " + name + " was created without Feature.AM");
         }
         if (id < 0 || id > ActiveMessages.MAX_USER_ID) {
-            throw new IllegalArgumentException("active message id " + id + " is outside 0.." + ActiveMessages.MAX_USER_ID);
+            throw new IllegalArgumentException(
+                    "active message id " + id + " is outside 0.." + ActiveMessages.MAX_USER_ID);
         }
     }
 
@@ -302,7 +310,6 @@ public final class UcxWorker implements AutoCloseable {
         return connections.connect(address, errorHandler);
     }
 
-
     /**
      * This worker's UCX address, for peers to {@link #connect(WorkerAddress)} without a listener.
      *
@@ -324,7 +331,9 @@ public final class UcxWorker implements AutoCloseable {
                     return WorkerAddress.of(org.ucx4j.internal.NativeLinker.view(addr, len)
                             .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
                 } finally {
-                    NativeCalls.invoke(() -> { Ucp.worker_release_address.invokeExact(rt.handle, addr); });
+                    NativeCalls.invoke(() -> {
+                        Ucp.worker_release_address.invokeExact(rt.handle, addr);
+                    });
                 }
             }
         });
@@ -358,8 +367,6 @@ public final class UcxWorker implements AutoCloseable {
         return call("listen", () -> connections.createListener(bindAddress, handler));
     }
 
-
-
     /** Forgets and destroys a listener (its close). */
     void closeListener(UcxListener listener) {
         call("listener close", () -> {
@@ -374,8 +381,11 @@ public final class UcxWorker implements AutoCloseable {
     }
 
     /** Lock held: creates an endpoint for an accepted connection request. */
-    UcxEndpoint createEndpoint(WorkerConnections.EndpointParams fill, InetSocketAddress peer,
-                               EndpointErrorHandler errorHandler, String call) {
+    UcxEndpoint createEndpoint(
+            WorkerConnections.EndpointParams fill,
+            InetSocketAddress peer,
+            EndpointErrorHandler errorHandler,
+            String call) {
         return connections.createEndpoint(fill, peer, errorHandler, call);
     }
 
@@ -430,8 +440,8 @@ public final class UcxWorker implements AutoCloseable {
         long len = buffer.byteSize();
         // UCX 1.13 leaves recv_info unset when a receive completes at once from the unexpected queue, so
         // the sender's tag and the length would be lost: always take the callback.
-        rt.startOp(op, false, Upcalls.TAG_RECV, OperationTable.OP_ATTR_FLAG_NO_IMM_CMPL, 0,
-                p -> (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, dst, len, tag, mask, p));
+        rt.startOp(op, false, Upcalls.TAG_RECV, OperationTable.OP_ATTR_FLAG_NO_IMM_CMPL, 0, p ->
+                (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, dst, len, tag, mask, p));
         return f;
     }
 
@@ -454,8 +464,8 @@ public final class UcxWorker implements AutoCloseable {
         Operation op = f.track(rt, OperationKind.TAG_RECV_IOV, UcxEndpoint.ownerOf(ep), Iov.total(segments));
         MemorySegment list = Iov.forReceive(op, segments);
         long count = segments.size();
-        rt.startOp(op, true, Upcalls.TAG_RECV, OperationTable.OP_ATTR_FLAG_NO_IMM_CMPL, 0,
-                p -> (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, list, count, tag, mask, p));
+        rt.startOp(op, true, Upcalls.TAG_RECV, OperationTable.OP_ATTR_FLAG_NO_IMM_CMPL, 0, p ->
+                (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, list, count, tag, mask, p));
         return f;
     }
 
@@ -528,8 +538,11 @@ public final class UcxWorker implements AutoCloseable {
      */
     public String describe() {
         ensureOpen();
-        return call("describe", () -> Libc.capture(file ->
-                NativeCalls.invoke(() -> { Ucp.worker_print_info.invokeExact(rt.handle, file); })));
+        return call(
+                "describe",
+                () -> Libc.capture(file -> NativeCalls.invoke(() -> {
+                    Ucp.worker_print_info.invokeExact(rt.handle, file);
+                })));
     }
 
     /**
@@ -614,7 +627,8 @@ public final class UcxWorker implements AutoCloseable {
                 List<UcxFuture<Void>> closes = new ArrayList<>();
                 try {
                     connections.closeAll(closes);
-                    UcxCanceledException closed = new UcxCanceledException("worker close", "worker " + name + " closed");
+                    UcxCanceledException closed =
+                            new UcxCanceledException("worker close", "worker " + name + " closed");
                     for (Operation op : rt.operations.pending()) {
                         if (op.kind().awaitsPeer()) {
                             rt.operations.abort(op, closed);
@@ -654,14 +668,20 @@ public final class UcxWorker implements AutoCloseable {
         }
 
         @Override
-        public byte onActiveMessage(int handlerId, MemorySegment header, long headerLength, MemorySegment data,
-                                    long length, MemorySegment param) {
+        public byte onActiveMessage(
+                int handlerId,
+                MemorySegment header,
+                long headerLength,
+                MemorySegment data,
+                long length,
+                MemorySegment param) {
             return activeMessages.onMessage(handlerId, header, headerLength, data, length, param);
         }
     }
 
     @Override
     public String toString() {
-        return "UcxWorker[" + name + ", " + options.progressMode().configName() + (state.get() != 0 ? ", closed" : "") + "]";
+        return "UcxWorker[" + name + ", " + options.progressMode().configName() + (state.get() != 0 ? ", closed" : "")
+                + "]";
     }
 }

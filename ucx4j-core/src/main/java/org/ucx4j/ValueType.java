@@ -75,7 +75,8 @@ enum ValueType {
             try {
                 return Integer.parseInt(text.trim().replace("_", ""));
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("expected a whole number of at least 1 (at most " + Integer.MAX_VALUE + ")");
+                throw new IllegalArgumentException(
+                        "expected a whole number of at least 1 (at most " + Integer.MAX_VALUE + ")");
             }
         }
 
@@ -149,7 +150,8 @@ enum ValueType {
         } else if (javaType == Long.class && (raw instanceof Integer || raw instanceof Short)) {
             value = ((Number) raw).longValue();
         } else {
-            throw new IllegalArgumentException("expected " + expected + ", got a " + raw.getClass().getSimpleName());
+            throw new IllegalArgumentException(
+                    "expected " + expected + ", got a " + raw.getClass().getSimpleName());
         }
         return check(value);
     }

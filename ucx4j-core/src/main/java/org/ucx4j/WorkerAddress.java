@@ -45,8 +45,10 @@ public final class WorkerAddress {
         try {
             return of(Base64.getUrlDecoder().decode(text.trim()));
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("not a ucx4j worker address (URL-safe base64 expected): '"
-                    + (text.length() > 40 ? text.substring(0, 40) + "..." : text) + "'", e);
+            throw new IllegalArgumentException(
+                    "not a ucx4j worker address (URL-safe base64 expected): '"
+                            + (text.length() > 40 ? text.substring(0, 40) + "..." : text) + "'",
+                    e);
         }
     }
 

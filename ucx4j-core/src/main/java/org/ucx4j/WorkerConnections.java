@@ -62,7 +62,8 @@ final class WorkerConnections {
     /** Starts a client-server connection to a listener (lock taken inside). */
     UcxFuture<UcxEndpoint> connect(InetSocketAddress address, EndpointErrorHandler errorHandler) {
         if (address.isUnresolved()) {
-            throw new UcxUnreachableException("connect", UcxStatus.UNREACHABLE.code(), "cannot resolve host '" + address.getHostString() + "'");
+            throw new UcxUnreachableException(
+                    "connect", UcxStatus.UNREACHABLE.code(), "cannot resolve host '" + address.getHostString() + "'");
         }
         String target = address.getAddress().getHostAddress() + ":" + address.getPort();
         return connect(target, address, errorHandler, (params, arena) -> {
@@ -90,8 +91,8 @@ final class WorkerConnections {
      * Creates an endpoint and completes the future once it is wired up: a flush on a new endpoint
      * completes only when UCX has finished connecting, which proves the peer is there.
      */
-    private UcxFuture<UcxEndpoint> connect(String target, InetSocketAddress peer, EndpointErrorHandler errorHandler,
-                                           EndpointParams fill) {
+    private UcxFuture<UcxEndpoint> connect(
+            String target, InetSocketAddress peer, EndpointErrorHandler errorHandler, EndpointParams fill) {
         UcxFuture<UcxEndpoint> result = new UcxFuture<>();
         rt.engine.execute(() -> {
             UcxEndpoint ep;
@@ -106,13 +107,21 @@ final class WorkerConnections {
             ep.startFlush(flush);
             long timeoutNanos = options.connectTimeout().toNanos();
             boolean[] failing = new boolean[1]; // lock holder only: one failure path per connect
-            TimerQueue.Timer timer = flushed.isDone() ? null : rt.timers.schedule(timeoutNanos, () -> {
-                if (!result.isDone() && !failing[0]) {
-                    failing[0] = true;
-                    failConnect(ep, result, new UcxTimeoutException("connect", UcxStatus.TIMED_OUT.code(),
-                            "no connection to " + target + " within " + options.connectTimeout().toMillis() + " ms"));
-                }
-            });
+            TimerQueue.Timer timer = flushed.isDone()
+                    ? null
+                    : rt.timers.schedule(timeoutNanos, () -> {
+                        if (!result.isDone() && !failing[0]) {
+                            failing[0] = true;
+                            failConnect(
+                                    ep,
+                                    result,
+                                    new UcxTimeoutException(
+                                            "connect",
+                                            UcxStatus.TIMED_OUT.code(),
+                                            "no connection to " + target + " within "
+                                                    + options.connectTimeout().toMillis() + " ms"));
+                        }
+                    });
             flushed.whenComplete((v, e) -> {
                 if (timer != null) {
                     timer.cancel();
@@ -122,8 +131,11 @@ final class WorkerConnections {
                 } else if (!result.isDone() && !failing[0]) {
                     failing[0] = true;
                     int raw = e instanceof UcxException ue ? ue.rawStatus() : UcxStatus.UNREACHABLE.code();
-                    failConnect(ep, result, new UcxUnreachableException("connect", raw,
-                            "cannot connect to " + target + ": " + e.getMessage()));
+                    failConnect(
+                            ep,
+                            result,
+                            new UcxUnreachableException(
+                                    "connect", raw, "cannot connect to " + target + ": " + e.getMessage()));
                 }
             });
         });
@@ -148,7 +160,9 @@ final class WorkerConnections {
             params.set(ADDRESS, Structs.offset(Structs.UCP_LISTENER_PARAMS, "sockaddr.addr"), sa);
             params.set(JAVA_INT, Structs.offset(Structs.UCP_LISTENER_PARAMS, "sockaddr.addrlen"), len);
             params.set(ADDRESS, Structs.offset(Structs.UCP_LISTENER_PARAMS, "conn_handler.cb"), Upcalls.CONN_REQUEST);
-            params.set(ADDRESS, Structs.offset(Structs.UCP_LISTENER_PARAMS, "conn_handler.arg"),
+            params.set(
+                    ADDRESS,
+                    Structs.offset(Structs.UCP_LISTENER_PARAMS, "conn_handler.arg"),
                     Upcalls.userData(rt.id, slot));
             MemorySegment out = arena.allocate(ADDRESS);
             int status = NativeCalls.callInt(() -> (byte) Ucp.listener_create.invokeExact(rt.handle, params, out));
@@ -189,17 +203,20 @@ final class WorkerConnections {
     }
 
     /** Lock held: creates an endpoint with peer error handling; {@code fill} sets the specific params. */
-    UcxEndpoint createEndpoint(EndpointParams fill, InetSocketAddress peer,
-                               EndpointErrorHandler errorHandler, String call) {
+    UcxEndpoint createEndpoint(
+            EndpointParams fill, InetSocketAddress peer, EndpointErrorHandler errorHandler, String call) {
         int slot = endpoints.reserve();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment params = arena.allocate(Structs.UCP_EP_PARAMS);
             long mask = EP_PARAM_FIELD_ERR_HANDLING_MODE | EP_PARAM_FIELD_ERR_HANDLER | fill.fill(params, arena);
             params.set(JAVA_LONG, 0, mask);
-            params.set(JAVA_INT, Structs.offset(Structs.UCP_EP_PARAMS, "err_mode"),
+            params.set(
+                    JAVA_INT,
+                    Structs.offset(Structs.UCP_EP_PARAMS, "err_mode"),
                     options.peerErrorHandling() ? ERR_HANDLING_MODE_PEER : ERR_HANDLING_MODE_NONE);
             params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.cb"), Upcalls.EP_ERROR);
-            params.set(ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.arg"), Upcalls.userData(rt.id, slot));
+            params.set(
+                    ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.arg"), Upcalls.userData(rt.id, slot));
             MemorySegment out = arena.allocate(ADDRESS);
             int status = NativeCalls.callInt(() -> (byte) Ucp.ep_create.invokeExact(rt.handle, params, out));
             if (status != 0) {

@@ -24,8 +24,13 @@ import java.util.Objects;
  *     shared memory, at a price: a peer that dies is not detected, and operations on it may never
  *     complete. Off is for benchmarks and for jobs that are torn down as a whole.
  */
-public record WorkerOptions(ProgressMode progressMode, Duration connectTimeout, Duration closeTimeout,
-                            Duration spin, String name, boolean peerErrorHandling) {
+public record WorkerOptions(
+        ProgressMode progressMode,
+        Duration connectTimeout,
+        Duration closeTimeout,
+        Duration spin,
+        String name,
+        boolean peerErrorHandling) {
     /** Validates. */
     public WorkerOptions {
         Objects.requireNonNull(progressMode, "progressMode");
@@ -63,8 +68,11 @@ public record WorkerOptions(ProgressMode progressMode, Duration connectTimeout, 
      * @return the options
      */
     public static WorkerOptions from(UcxConfig config) {
-        return builder().progressMode(config.get(UcxKeys.PROGRESS_MODE)).connectTimeout(config.get(UcxKeys.CONNECT_TIMEOUT))
-                .peerErrorHandling(config.get(UcxKeys.PEER_ERROR_HANDLING)).build();
+        return builder()
+                .progressMode(config.get(UcxKeys.PROGRESS_MODE))
+                .connectTimeout(config.get(UcxKeys.CONNECT_TIMEOUT))
+                .peerErrorHandling(config.get(UcxKeys.PEER_ERROR_HANDLING))
+                .build();
     }
 
     /**

@@ -19,8 +19,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.ucx4j.testing.PeerMain;
 import org.ucx4j.testing.Loopback;
+import org.ucx4j.testing.PeerMain;
 import org.ucx4j.testsupport.Requirements;
 import org.ucx4j.testsupport.RunningJvm;
 
@@ -124,10 +124,11 @@ class ActiveMessageTest {
         toServer.amSend(3, header, arena.allocate(10), AmSendMode.AUTO);
         assertEquals(max, got.poll(30, TimeUnit.SECONDS).header().length);
         MemorySegment tooBig = arena.allocate(max + 1);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
                 () -> toServer.amSendAsync(3, tooBig, arena.allocate(10), AmSendMode.AUTO));
         assertTrue(e.getMessage().contains("maximum of " + max), e.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> server.setAmHandler(0xFFFF, m -> { }));
+        assertThrows(IllegalArgumentException.class, () -> server.setAmHandler(0xFFFF, m -> {}));
     }
 
     @Test

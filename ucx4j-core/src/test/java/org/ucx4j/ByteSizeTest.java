@@ -9,10 +9,28 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 class ByteSizeTest {
     @ParameterizedTest
-    @CsvSource(delimiter = '|', value = {
-        "1GB|1000000000", "1000.00 MB|1000000000", "1.5 GB|1500000000", "1g|1000000000", "1G|1000000000",
-        "512MiB|536870912", "512 mib|536870912", "1Gi|1073741824", "2 KiB|2048", "4096|4096", "10 B|10",
-        "1kB|1000", "1k|1000", "1e9|1000000000", "0|0", "1.0001 kB|1000", "64GiB|68719476736", "8 EB|-1"})
+    @CsvSource(
+            delimiter = '|',
+            value = {
+                "1GB|1000000000",
+                "1000.00 MB|1000000000",
+                "1.5 GB|1500000000",
+                "1g|1000000000",
+                "1G|1000000000",
+                "512MiB|536870912",
+                "512 mib|536870912",
+                "1Gi|1073741824",
+                "2 KiB|2048",
+                "4096|4096",
+                "10 B|10",
+                "1kB|1000",
+                "1k|1000",
+                "1e9|1000000000",
+                "0|0",
+                "1.0001 kB|1000",
+                "64GiB|68719476736",
+                "8 EB|-1"
+            })
     void parses(String text, long expected) {
         if (expected < 0) {
             assertThrows(IllegalArgumentException.class, () -> ByteSize.parse(text));

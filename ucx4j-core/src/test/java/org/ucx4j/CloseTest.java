@@ -38,8 +38,10 @@ class CloseTest {
     @EnumSource(CloseMode.class)
     void closingAnEndpointCancelsItsPendingReceives(CloseMode mode) throws Exception {
         Requirements.assumeUcx();
-        try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker();
-             Arena arena = Arena.ofShared()) {
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker server = ctx.newWorker();
+                UcxWorker client = ctx.newWorker();
+                Arena arena = Arena.ofShared()) {
             UcxEndpoint ep = Loopback.connect(server, client).client();
             List<UcxFuture<?>> pending = new ArrayList<>();
             for (int i = 0; i < 3; i++) {
@@ -61,7 +63,8 @@ class CloseTest {
     void closingAWorkerCancelsItsPendingReceives() throws Exception {
         Requirements.assumeUcx();
         UcxFuture<TagInfo> pending;
-        try (UcxContext ctx = UcxContext.create(); Arena arena = Arena.ofShared()) {
+        try (UcxContext ctx = UcxContext.create();
+                Arena arena = Arena.ofShared()) {
             UcxWorker worker = ctx.newWorker();
             pending = worker.tagRecvAsync(arena.allocate(64), 5, -1L);
             worker.close();
@@ -92,14 +95,16 @@ class CloseTest {
         assertDoesNotThrow(server::close);
         IllegalStateException e = assertThrows(IllegalStateException.class, ctx::newWorker);
         assertTrue(e.getMessage().contains("closed"), e.getMessage());
-        assertThrows(IllegalStateException.class, () -> client.listen(0, x -> { }));
+        assertThrows(IllegalStateException.class, () -> client.listen(0, x -> {}));
         assertThrows(IllegalStateException.class, () -> ep.tagSendAsync(new byte[1], 1));
     }
 
     @Test
     void blockingCallInsideACallbackIsRefused() throws Exception {
         Requirements.assumeUcx();
-        try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker()) {
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker server = ctx.newWorker();
+                UcxWorker client = ctx.newWorker()) {
             UcxEndpoint ep = Loopback.connect(server, client).client();
             AtomicReference<Throwable> seen = new AtomicReference<>();
             UcxFuture<TagInfo> r = server.tagRecvAsync(new byte[4], 9, -1L);
@@ -137,14 +142,17 @@ class CloseTest {
     @Test
     void destroyingAWorkerWithAnUnfinishedCloseDoesNotCrash() throws Exception {
         Requirements.assumeUcx();
-        WorkerOptions caller = WorkerOptions.builder().progressMode(ProgressMode.CALLER)
-                .closeTimeout(java.time.Duration.ofMillis(300)).build();
+        WorkerOptions caller = WorkerOptions.builder()
+                .progressMode(ProgressMode.CALLER)
+                .closeTimeout(java.time.Duration.ofMillis(300))
+                .build();
         UcxContext ctx = UcxContext.create();
         UcxWorker server = ctx.newWorker(caller);
         UcxWorker client = ctx.newWorker(caller);
         CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
         UcxListener l = server.listen(0, accepted::complete);
-        UcxFuture<UcxEndpoint> connecting = client.connectAsync(new java.net.InetSocketAddress("127.0.0.1", l.port()), null);
+        UcxFuture<UcxEndpoint> connecting =
+                client.connectAsync(new java.net.InetSocketAddress("127.0.0.1", l.port()), null);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while ((!connecting.isDone() || !accepted.isDone()) && System.nanoTime() < deadline) {
             client.progress();

@@ -47,7 +47,8 @@ class ConcurrencyTest {
     void manyPlatformAndVirtualThreadsShareOneWorker() throws Exception {
         Requirements.assumeUcx();
         try (RunningJvm server = PeerMain.start(Map.of(), "echo-server");
-             UcxContext ctx = UcxContext.create(); UcxWorker worker = ctx.newWorker()) {
+                UcxContext ctx = UcxContext.create();
+                UcxWorker worker = ctx.newWorker()) {
             int port = Integer.parseInt(server.awaitLine("PORT", Duration.ofSeconds(30)));
             UcxEndpoint ep = worker.connect("127.0.0.1", port);
             int id = 7;

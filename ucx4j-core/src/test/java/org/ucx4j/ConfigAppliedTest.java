@@ -25,7 +25,8 @@ class ConfigAppliedTest {
             assertTrue(effective.contains("UCX_TLS=tcp\n"), effective);
             assertTrue(effective.contains("UCX_SOCKADDR_TLS_PRIORITY=tcp\n"), effective);
             // And it still works end to end over tcp.
-            try (UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker()) {
+            try (UcxWorker server = ctx.newWorker();
+                    UcxWorker client = ctx.newWorker()) {
                 UcxEndpoint ep = Loopback.connect(server, client).client();
                 UcxFuture<TagInfo> r = server.tagRecvAsync(new byte[16], 3, -1L);
                 ep.tagSend(new byte[16], 3);
@@ -38,13 +39,16 @@ class ConfigAppliedTest {
     void builderOptionsWinOverConfigAndBadOptionsNameTheKey() {
         Requirements.assumeUcx();
         UcxConfig config = UcxConfig.builder().set(UcxKeys.TCP, true).build();
-        try (UcxContext ctx = UcxContext.builder().config(config).option("TLS", "tcp,self").build()) {
+        try (UcxContext ctx =
+                UcxContext.builder().config(config).option("TLS", "tcp,self").build()) {
             assertTrue(ctx.describeConfig().contains("UCX_TLS=tcp,self\n"));
         }
         // UCX 1.13 takes unknown names (they may be transport options, checked when transports open),
         // but rejects bad values of known ones: the error names the option and the value.
-        UcxException e = org.junit.jupiter.api.Assertions.assertThrows(UcxException.class,
-                () -> UcxContext.builder().config(UcxConfig.builder().build()).option("RNDV_THRESH", "abc").build());
+        UcxException e = org.junit.jupiter.api.Assertions.assertThrows(UcxException.class, () -> UcxContext.builder()
+                .config(UcxConfig.builder().build())
+                .option("RNDV_THRESH", "abc")
+                .build());
         assertTrue(e.getMessage().contains("UCX_RNDV_THRESH='abc'"), e.getMessage());
         assertEquals(UcxStatus.INVALID_PARAM, e.status());
     }
@@ -52,13 +56,18 @@ class ConfigAppliedTest {
     @Test
     void workerOptionsComeFromTheConfig() {
         Requirements.assumeUcx();
-        UcxConfig config = UcxConfig.builder().set(UcxKeys.PROGRESS_MODE, ProgressMode.CALLER)
-                .set(UcxKeys.CONNECT_TIMEOUT, Duration.ofMillis(1500)).set(UcxKeys.PEER_ERROR_HANDLING, false).build();
-        try (UcxContext ctx = UcxContext.builder().config(config).build(); UcxWorker w = ctx.newWorker()) {
+        UcxConfig config = UcxConfig.builder()
+                .set(UcxKeys.PROGRESS_MODE, ProgressMode.CALLER)
+                .set(UcxKeys.CONNECT_TIMEOUT, Duration.ofMillis(1500))
+                .set(UcxKeys.PEER_ERROR_HANDLING, false)
+                .build();
+        try (UcxContext ctx = UcxContext.builder().config(config).build();
+                UcxWorker w = ctx.newWorker()) {
             assertEquals(ProgressMode.CALLER, w.progressMode());
             assertEquals(Duration.ofMillis(1500), w.options().connectTimeout());
             assertEquals(false, w.options().peerErrorHandling());
         }
-        assertTrue(UcxConfig.builder().build().get(UcxKeys.PEER_ERROR_HANDLING), "peer error handling is on by default");
+        assertTrue(
+                UcxConfig.builder().build().get(UcxKeys.PEER_ERROR_HANDLING), "peer error handling is on by default");
     }
 }

@@ -31,6 +31,7 @@ class ConfigModuleKeysTest {
 
     @RegisterExtension
     final RecordedConfigWarnings recorded = new RecordedConfigWarnings();
+
     private final List<String> warnings = recorded.messages();
 
     private static UcxConfig coreOnly(UcxConfig.Builder builder, ConfigSources sources) {
@@ -40,7 +41,8 @@ class ConfigModuleKeysTest {
     @Test
     void aModulesKeysAreReadFromEverySourceAndListed() {
         Path file = yaml(dir, "ucx4j:\n  memory-pool:\n    size: 1GB\n");
-        UcxConfig config = TestConfigSources.build(UcxConfig.builder().set(ModuleKeysForTests.MULTI_BUFFER, true),
+        UcxConfig config = TestConfigSources.build(
+                UcxConfig.builder().set(ModuleKeysForTests.MULTI_BUFFER, true),
                 sources(Map.of("UCX4J__MAX_FRAMES", "7"), Map.of("ucx4j.max-frame-size", "1MiB"), List.of(file)));
         assertEquals(Boolean.TRUE, config.get(ModuleKeysForTests.MULTI_BUFFER));
         assertEquals(7, config.get(ModuleKeysForTests.MAX_FRAMES));
@@ -55,14 +57,16 @@ class ConfigModuleKeysTest {
     @Test
     void keysOfAModuleNotOnThePathAreIgnoredWithAWarning() {
         Path file = yaml(dir, "ucx4j:\n  tcp: true\n  memory-pool:\n    size: 1GB\n  auth:\n    secret: x\n");
-        UcxConfig config = coreOnly(UcxConfig.builder().set("max-frame-size", "1MiB"),
+        UcxConfig config = coreOnly(
+                UcxConfig.builder().set("max-frame-size", "1MiB"),
                 sources(Map.of("UCX4J__MAX_FRAMES", "7"), Map.of("ucx4j.multi-buffer", "true"), List.of(file)));
         assertEquals(Optional.of(true), config.find(UcxKeys.TCP));
         assertTrue(config.entries().stream().noneMatch(e -> e.key().equals("max-frames")), config.toString());
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> config.get(ModuleKeysForTests.MAX_FRAMES));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> config.get(ModuleKeysForTests.MAX_FRAMES));
         assertTrue(e.getMessage().contains("'max-frames' is not registered"), e.getMessage());
-        for (String expected : List.of("'max-frames' from env UCX4J__MAX_FRAMES belongs to ucx4j-comm",
+        for (String expected : List.of(
+                "'max-frames' from env UCX4J__MAX_FRAMES belongs to ucx4j-comm",
                 "'multi-buffer' from -Ducx4j.multi-buffer belongs to ucx4j-comm",
                 "'max-frame-size' from builder belongs to ucx4j-comm",
                 "'memory-pool' from " + file + ":3 belongs to ucx4j-cuda",
@@ -73,18 +77,19 @@ class ConfigModuleKeysTest {
 
     @Test
     void aMisspeltKeyIsStillAnErrorWhateverModulesArePresent() {
-        assertThrows(UcxConfigException.class,
+        assertThrows(
+                UcxConfigException.class,
                 () -> coreOnly(UcxConfig.builder(), sources(Map.of("UCX4J__MAX_FRAMEZ", "7"), Map.of(), List.of())));
-        UcxConfigException e = assertThrows(UcxConfigException.class, () -> TestConfigSources.fromEnv(
-                Map.of("UCX4J__AUTH__SECRETT", "x")));
+        UcxConfigException e = assertThrows(
+                UcxConfigException.class, () -> TestConfigSources.fromEnv(Map.of("UCX4J__AUTH__SECRETT", "x")));
         assertTrue(e.getMessage().contains("unknown ucx4j config key 'auth.secrett'"), e.getMessage());
     }
 
     @Test
     void daskSpellingsOfAModulesKeysFollowTheModule() {
         Map<String, String> env = Map.of("DASK_DISTRIBUTED_UCXX__RMM__POOL_SIZE", "1GB", "DASK_RMM__POOL_SIZE", "2GB");
-        assertEquals(Optional.of(1_000_000_000L),
-                TestConfigSources.fromEnv(env).find(ModuleKeysForTests.MEMORY_POOL_SIZE));
+        assertEquals(
+                Optional.of(1_000_000_000L), TestConfigSources.fromEnv(env).find(ModuleKeysForTests.MEMORY_POOL_SIZE));
         UcxConfig without = coreOnly(UcxConfig.builder(), sources(env, Map.of(), List.of()));
         assertTrue(without.entries().stream().noneMatch(e -> e.key().startsWith("memory-pool")));
         assertTrue(warnings.isEmpty(), "Dask's blocks hold keys of many programs: " + warnings);
@@ -92,14 +97,18 @@ class ConfigModuleKeysTest {
 
     @Test
     void twoModulesCannotDeclareOneName() {
-        ConfigKeySet other = ModuleKeysForTests.set("ucx4j-other",
-                List.of(ConfigKey.count("max-frames", 1, "the same name again")));
-        IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> ConfigRegistry.of(List.of(ModuleKeysForTests.COMM, other)));
-        assertTrue(e.getMessage().contains("'max-frames' is declared by both ucx4j-comm and ucx4j-other"), e.getMessage());
-        IllegalStateException unlisted = assertThrows(IllegalStateException.class, () -> ConfigRegistry.of(List.of(
-                ModuleKeysForTests.set("ucx4j-comm", List.of(ConfigKey.flag("new-comm-switch", "not listed"))))));
-        assertTrue(unlisted.getMessage().contains("'new-comm-switch' of ucx4j-comm is not listed"), unlisted.getMessage());
+        ConfigKeySet other =
+                ModuleKeysForTests.set("ucx4j-other", List.of(ConfigKey.count("max-frames", 1, "the same name again")));
+        IllegalStateException e = assertThrows(
+                IllegalStateException.class, () -> ConfigRegistry.of(List.of(ModuleKeysForTests.COMM, other)));
+        assertTrue(
+                e.getMessage().contains("'max-frames' is declared by both ucx4j-comm and ucx4j-other"), e.getMessage());
+        IllegalStateException unlisted = assertThrows(
+                IllegalStateException.class,
+                () -> ConfigRegistry.of(List.of(ModuleKeysForTests.set(
+                        "ucx4j-comm", List.of(ConfigKey.flag("new-comm-switch", "not listed"))))));
+        assertTrue(
+                unlisted.getMessage().contains("'new-comm-switch' of ucx4j-comm is not listed"), unlisted.getMessage());
         assertThrows(IllegalArgumentException.class, () -> ConfigKey.flag("Bad_Name", "x"));
         assertThrows(IllegalArgumentException.class, () -> ConfigKey.flag("environment.x", "x"));
     }
@@ -107,7 +116,8 @@ class ConfigModuleKeysTest {
     @Test
     void aKeyOfAnUnregisteredModuleCannotBeSetInCode() {
         ConfigKey<Boolean> stray = ConfigKey.flag("stray", "registered by nobody");
-        UcxConfigException e = assertThrows(UcxConfigException.class,
+        UcxConfigException e = assertThrows(
+                UcxConfigException.class,
                 () -> TestConfigSources.from(UcxConfig.builder().set(stray, true)));
         assertTrue(e.getMessage().contains("unknown ucx4j config key 'stray'"), e.getMessage());
     }
@@ -120,12 +130,15 @@ class ConfigModuleKeysTest {
     @Test
     void withoutYamlSupportAFileThatExistsIsAClearError() {
         Path file = yaml(dir, "ucx4j:\n  tcp: true\n");
-        UcxConfigException e = assertThrows(UcxConfigException.class, () -> TestConfigSources.build(UcxConfig.builder(),
-                new ConfigSources(Map.of(), Map.of(), List.of(file), false)));
+        UcxConfigException e = assertThrows(
+                UcxConfigException.class,
+                () -> TestConfigSources.build(
+                        UcxConfig.builder(), new ConfigSources(Map.of(), Map.of(), List.of(file), false)));
         assertTrue(e.getMessage().contains("ucx4j config file " + file + " cannot be read"), e.getMessage());
         assertTrue(e.getMessage().contains("SnakeYAML Engine (org.snakeyaml:snakeyaml-engine)"), e.getMessage());
         assertEquals(Optional.of(file.toString()), e.source());
-        UcxConfig noFile = TestConfigSources.build(UcxConfig.builder(),
+        UcxConfig noFile = TestConfigSources.build(
+                UcxConfig.builder(),
                 new ConfigSources(Map.of("UCX4J__TCP", "true"), Map.of(), List.of(dir.resolve("absent.yaml")), false));
         assertEquals(Optional.of(true), noFile.find(UcxKeys.TCP));
         assertFalse(noFile.configFile().isPresent());
@@ -141,7 +154,9 @@ class ConfigModuleKeysTest {
     void withoutTheYamlLibraryOnThePath() throws Exception {
         Path file = yaml(dir, "ucx4j:\n  tcp: true\n");
         URL[] withoutYaml = Stream.of(System.getProperty("java.class.path").split(File.pathSeparator))
-                .filter(entry -> !entry.contains("snakeyaml")).map(ConfigModuleKeysTest::url).toArray(URL[]::new);
+                .filter(entry -> !entry.contains("snakeyaml"))
+                .map(ConfigModuleKeysTest::url)
+                .toArray(URL[]::new);
         try (URLClassLoader loader = new URLClassLoader(withoutYaml, ClassLoader.getPlatformClassLoader())) {
             Class<?> sources = Class.forName(ConfigSources.class.getName(), true, loader);
             assertEquals(false, sources.getMethod("yamlLibraryPresent").invoke(null));
@@ -151,10 +166,15 @@ class ConfigModuleKeysTest {
             build.setAccessible(true);
             Object withFile = sources.getConstructor(Map.class, Map.class, List.class)
                     .newInstance(Map.of(), Map.of(), List.of(file));
-            InvocationTargetException e = assertThrows(InvocationTargetException.class,
-                    () -> build.invoke(builder, withFile));
-            assertEquals(UcxConfigException.class.getName(), e.getCause().getClass().getName(), e.getCause().toString());
-            assertTrue(e.getCause().getMessage().contains("needs SnakeYAML Engine"), e.getCause().getMessage());
+            InvocationTargetException e =
+                    assertThrows(InvocationTargetException.class, () -> build.invoke(builder, withFile));
+            assertEquals(
+                    UcxConfigException.class.getName(),
+                    e.getCause().getClass().getName(),
+                    e.getCause().toString());
+            assertTrue(
+                    e.getCause().getMessage().contains("needs SnakeYAML Engine"),
+                    e.getCause().getMessage());
             Object noFile = sources.getConstructor(Map.class, Map.class, List.class)
                     .newInstance(Map.of("UCX4J__TCP", "true"), Map.of(), List.of(dir.resolve("absent.yaml")));
             assertTrue(build.invoke(builder, noFile).toString().contains("tcp = true  [env UCX4J__TCP]"));

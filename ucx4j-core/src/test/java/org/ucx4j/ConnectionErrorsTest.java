@@ -31,7 +31,8 @@ class ConnectionErrorsTest {
         try (ServerSocket s = new ServerSocket(0)) {
             port = s.getLocalPort();
         }
-        try (UcxContext ctx = UcxContext.create(); UcxWorker worker = ctx.newWorker(withConnectTimeout(Duration.ofSeconds(2)))) {
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker worker = ctx.newWorker(withConnectTimeout(Duration.ofSeconds(2)))) {
             long t0 = System.nanoTime();
             UcxException e = assertThrows(UcxException.class, () -> worker.connect("127.0.0.1", port));
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
@@ -63,7 +64,7 @@ class ConnectionErrorsTest {
                 fillers.add(s);
             }
             try (UcxContext ctx = UcxContext.create();
-                 UcxWorker worker = ctx.newWorker(withConnectTimeout(Duration.ofSeconds(1)))) {
+                    UcxWorker worker = ctx.newWorker(withConnectTimeout(Duration.ofSeconds(1)))) {
                 long t0 = System.nanoTime();
                 UcxException e = assertThrows(UcxException.class, () -> worker.connect("127.0.0.1", port));
                 long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
@@ -81,9 +82,11 @@ class ConnectionErrorsTest {
     @Test
     void listenOnPortInUseNamesTheProblem() {
         Requirements.assumeUcx();
-        try (UcxContext ctx = UcxContext.create(); UcxWorker a = ctx.newWorker(); UcxWorker b = ctx.newWorker();
-             UcxListener first = a.listen(0, ep -> { })) {
-            UcxException e = assertThrows(UcxException.class, () -> b.listen(first.port(), ep -> { }));
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker a = ctx.newWorker();
+                UcxWorker b = ctx.newWorker();
+                UcxListener first = a.listen(0, ep -> {})) {
+            UcxException e = assertThrows(UcxException.class, () -> b.listen(first.port(), ep -> {}));
             assertTrue(e.getMessage().contains("address already in use"), e.getMessage());
             assertTrue(e.getMessage().contains(":" + first.port()), e.getMessage());
         }
@@ -92,9 +95,10 @@ class ConnectionErrorsTest {
     @Test
     void unresolvableHostIsRejectedAtOnce() {
         Requirements.assumeUcx();
-        try (UcxContext ctx = UcxContext.create(); UcxWorker worker = ctx.newWorker()) {
-            UcxException e = assertThrows(UcxUnreachableException.class,
-                    () -> worker.connect("no-such-host.invalid", 1234));
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker worker = ctx.newWorker()) {
+            UcxException e =
+                    assertThrows(UcxUnreachableException.class, () -> worker.connect("no-such-host.invalid", 1234));
             assertTrue(e.getMessage().contains("no-such-host.invalid"), e.getMessage());
         }
     }
@@ -103,9 +107,11 @@ class ConnectionErrorsTest {
     void handlerThatRejectsFailsTheClientAndCanAcceptOthers() throws Exception {
         Requirements.assumeUcx();
         java.util.concurrent.atomic.AtomicInteger seen = new java.util.concurrent.atomic.AtomicInteger();
-        java.util.concurrent.atomic.AtomicReference<ConnectionRequest> kept = new java.util.concurrent.atomic.AtomicReference<>();
-        try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker();
-             UcxWorker client = ctx.newWorker(withConnectTimeout(Duration.ofSeconds(3)))) {
+        java.util.concurrent.atomic.AtomicReference<ConnectionRequest> kept =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker server = ctx.newWorker();
+                UcxWorker client = ctx.newWorker(withConnectTimeout(Duration.ofSeconds(3)))) {
             UcxListener listener = server.listen(new InetSocketAddress("127.0.0.1", 0), request -> {
                 kept.set(request);
                 if (seen.incrementAndGet() == 1) {
@@ -114,7 +120,9 @@ class ConnectionErrorsTest {
                     request.accept();
                 }
             });
-            assertTrue(listener.address().getAddress().isLoopbackAddress(), listener.address().toString());
+            assertTrue(
+                    listener.address().getAddress().isLoopbackAddress(),
+                    listener.address().toString());
             UcxException e = assertThrows(UcxException.class, () -> client.connect(listener.address()));
             assertTrue(e instanceof UcxUnreachableException || e instanceof UcxConnectionResetException, e.toString());
             assertTrue(e.getMessage().contains(":" + listener.port()), e.getMessage());
@@ -124,7 +132,8 @@ class ConnectionErrorsTest {
             assertEquals(2, seen.get());
             assertEquals(1, listener.acceptedCount());
             // A request can only be decided inside the handler.
-            IllegalStateException late = assertThrows(IllegalStateException.class, () -> kept.get().reject());
+            IllegalStateException late =
+                    assertThrows(IllegalStateException.class, () -> kept.get().reject());
             assertTrue(late.getMessage().contains("decided"), late.getMessage());
         }
     }

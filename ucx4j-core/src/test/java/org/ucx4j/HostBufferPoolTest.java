@@ -21,7 +21,8 @@ class HostBufferPoolTest {
             assertTrue(bytes >= size, size + " in class " + c + " of " + bytes);
             assertTrue(bytes <= size + size / 4 + 4096, size + " in class " + c + " of " + bytes);
             if (c > 0) {
-                assertTrue(HostBufferPool.classBytes(c - 1) < size || HostBufferPool.classBytes(c - 1) == bytes,
+                assertTrue(
+                        HostBufferPool.classBytes(c - 1) < size || HostBufferPool.classBytes(c - 1) == bytes,
                         "class " + c + " is not the smallest for " + size);
             }
         }

@@ -21,7 +21,9 @@ class LeakTest {
     @Test
     void thousandConnectCloseCyclesLeakNothing() throws Exception {
         Requirements.assumeUcx();
-        try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker()) {
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker server = ctx.newWorker();
+                UcxWorker client = ctx.newWorker()) {
             AtomicInteger accepted = new AtomicInteger();
             UcxListener listener = server.listen(0, ep -> accepted.incrementAndGet());
             byte[] ping = {1, 2, 3, 4};
@@ -44,12 +46,14 @@ class LeakTest {
             settle(server, client);
             int fdsAfter = NativeResources.openFileDescriptors();
             long mallocAfter = NativeResources.mallocInUse();
-            System.out.printf("1000 cycles in %d ms; fds %d -> %d; malloc in use %d -> %d bytes%n",
+            System.out.printf(
+                    "1000 cycles in %d ms; fds %d -> %d; malloc in use %d -> %d bytes%n",
                     ms, fdsBefore, fdsAfter, mallocBefore, mallocAfter);
             assertEquals(1100, accepted.get());
             assertTrue(fdsAfter <= fdsBefore + 2, "file descriptors grew from " + fdsBefore + " to " + fdsAfter);
             // 1 KiB per cycle would be 1 MB: a real leak of an endpoint or request is far more than that.
-            assertTrue(mallocAfter - mallocBefore < (1L << 20),
+            assertTrue(
+                    mallocAfter - mallocBefore < (1L << 20),
                     "native memory grew by " + (mallocAfter - mallocBefore) + " bytes over 1000 cycles");
             assertEquals(0, client.pendingOperations());
             assertTrue(client.endpoints().isEmpty(), "client endpoints left: " + client.endpoints());
@@ -61,10 +65,14 @@ class LeakTest {
      * workers to have completed in UCX (so their sockets are closed).
      */
     private static void settle(UcxWorker server, UcxWorker client) throws Exception {
-        await("both sides release their endpoints").atMost(Duration.ofSeconds(20))
+        await("both sides release their endpoints")
+                .atMost(Duration.ofSeconds(20))
                 .pollInterval(Duration.ofMillis(20))
                 .untilAsserted(() -> {
-                    assertTrue(server.endpoints().isEmpty(), "server endpoints not released: " + server.endpoints().size());
+                    assertTrue(
+                            server.endpoints().isEmpty(),
+                            "server endpoints not released: "
+                                    + server.endpoints().size());
                     assertEquals(0, server.pendingOperations(), "server operations pending");
                     assertEquals(0, client.pendingOperations(), "client operations pending");
                 });

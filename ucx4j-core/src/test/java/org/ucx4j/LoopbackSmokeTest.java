@@ -17,8 +17,8 @@ class LoopbackSmokeTest {
     void tagPingPongInOneProcess() throws Exception {
         Requirements.assumeUcx();
         try (UcxContext ctx = UcxContext.create();
-             UcxWorker server = ctx.newWorker();
-             UcxWorker client = ctx.newWorker()) {
+                UcxWorker server = ctx.newWorker();
+                UcxWorker client = ctx.newWorker()) {
             Loopback pair = Loopback.connect(server, client);
             UcxEndpoint c = pair.client();
             UcxEndpoint s = pair.server();

@@ -34,7 +34,9 @@ class MessagingTest {
     private static long[] sizes() {
         String only = System.getProperty("ucx4jtest.sizes");
         if (only != null) {
-            return java.util.Arrays.stream(only.split(",")).mapToLong(Long::parseLong).toArray();
+            return java.util.Arrays.stream(only.split(","))
+                    .mapToLong(Long::parseLong)
+                    .toArray();
         }
         return new long[] {0, 1, 8, 4095, 4096, 65_536, (1 << 20) + 3, 8 << 20, 64L << 20};
     }
@@ -47,7 +49,10 @@ class MessagingTest {
     @BeforeAll
     void startPeer() throws Exception {
         Requirements.assumeUcx();
-        peer = PeerMain.start(Map.of(), java.util.List.of("-Ducx4jtest.trace=" + Boolean.getBoolean("ucx4jtest.trace")), "echo-server");
+        peer = PeerMain.start(
+                Map.of(),
+                java.util.List.of("-Ducx4jtest.trace=" + Boolean.getBoolean("ucx4jtest.trace")),
+                "echo-server");
         port = Integer.parseInt(peer.awaitLine("PORT", Duration.ofSeconds(30)));
         context = UcxContext.create();
     }
@@ -76,9 +81,10 @@ class MessagingTest {
     @EnumSource(ProgressMode.class)
     void tagRoundTripsZeroTo64MiB(ProgressMode mode) {
         int id = nextId++;
-        try (UcxWorker worker = context.newWorker(WorkerOptions.builder().progressMode(mode).build());
-             UcxEndpoint ep = worker.connect("127.0.0.1", port);
-             Arena arena = Arena.ofShared()) {
+        try (UcxWorker worker = context.newWorker(
+                        WorkerOptions.builder().progressMode(mode).build());
+                UcxEndpoint ep = worker.connect("127.0.0.1", port);
+                Arena arena = Arena.ofShared()) {
             EchoProtocol.hello(ep, id);
             MemorySegment out = arena.allocate(64L << 20, 64);
             MemorySegment in = arena.allocate(64L << 20, 64);
@@ -101,9 +107,10 @@ class MessagingTest {
     @EnumSource(ProgressMode.class)
     void streamRoundTripsZeroTo64MiB(ProgressMode mode) {
         int id = nextId++;
-        try (UcxWorker worker = context.newWorker(WorkerOptions.builder().progressMode(mode).build());
-             UcxEndpoint ep = worker.connect("127.0.0.1", port);
-             Arena arena = Arena.ofShared()) {
+        try (UcxWorker worker = context.newWorker(
+                        WorkerOptions.builder().progressMode(mode).build());
+                UcxEndpoint ep = worker.connect("127.0.0.1", port);
+                Arena arena = Arena.ofShared()) {
             EchoProtocol.hello(ep, id);
             MemorySegment out = arena.allocate(64L << 20, 64);
             MemorySegment in = arena.allocate(64L << 20, 64);
@@ -120,7 +127,8 @@ class MessagingTest {
     @Test
     void heapArraysAndBuffersAreCopiedBothWays() {
         int id = nextId++;
-        try (UcxWorker worker = context.newWorker(); UcxEndpoint ep = worker.connect("127.0.0.1", port)) {
+        try (UcxWorker worker = context.newWorker();
+                UcxEndpoint ep = worker.connect("127.0.0.1", port)) {
             EchoProtocol.hello(ep, id);
             byte[] out = new byte[100_000];
             new Random(7).nextBytes(out);
@@ -146,8 +154,9 @@ class MessagingTest {
     @Test
     void pendingReceiveForOneTagDoesNotBlockAnother() {
         int id = nextId++;
-        try (UcxWorker worker = context.newWorker(); UcxEndpoint ep = worker.connect("127.0.0.1", port);
-             Arena arena = Arena.ofShared()) {
+        try (UcxWorker worker = context.newWorker();
+                UcxEndpoint ep = worker.connect("127.0.0.1", port);
+                Arena arena = Arena.ofShared()) {
             EchoProtocol.hello(ep, id);
             MemorySegment never = arena.allocate(64);
             UcxFuture<TagInfo> pending = ep.tagRecvAsync(never, EchoProtocol.tag(id, 99) | EchoProtocol.REPLY_BIT, -1L);
@@ -156,7 +165,8 @@ class MessagingTest {
             MemorySegment in = arena.allocate(64);
             assertEquals(64, EchoProtocol.echoTag(worker, ep, out, in, EchoProtocol.tag(id, 1)));
             assertFalse(pending.isDone(), "the receive for a tag never sent must still be pending");
-            assertTrue(worker.tagProbe(EchoProtocol.tag(id, 99) | EchoProtocol.REPLY_BIT, -1L).isEmpty());
+            assertTrue(worker.tagProbe(EchoProtocol.tag(id, 99) | EchoProtocol.REPLY_BIT, -1L)
+                    .isEmpty());
             pending.cancel(true);
             UcxCanceledException e = assertThrows(UcxCanceledException.class, () -> worker.await(pending));
             assertEquals(UcxStatus.CANCELED, e.status());
@@ -166,8 +176,9 @@ class MessagingTest {
     @Test
     void truncatedReceiveFailsWithClearError() {
         int id = nextId++;
-        try (UcxWorker worker = context.newWorker(); UcxEndpoint ep = worker.connect("127.0.0.1", port);
-             Arena arena = Arena.ofShared()) {
+        try (UcxWorker worker = context.newWorker();
+                UcxEndpoint ep = worker.connect("127.0.0.1", port);
+                Arena arena = Arena.ofShared()) {
             EchoProtocol.hello(ep, id);
             MemorySegment out = arena.allocate(1000);
             MemorySegment small = arena.allocate(10);
@@ -181,9 +192,11 @@ class MessagingTest {
 
     @Test
     void blockingReceiveWithTimeoutCancels() {
-        try (UcxWorker worker = context.newWorker(); Arena arena = Arena.ofShared()) {
+        try (UcxWorker worker = context.newWorker();
+                Arena arena = Arena.ofShared()) {
             long start = System.nanoTime();
-            UcxTimeoutException e = assertThrows(UcxTimeoutException.class,
+            UcxTimeoutException e = assertThrows(
+                    UcxTimeoutException.class,
                     () -> worker.tagRecv(arena.allocate(8), 0x7777, -1L, Duration.ofMillis(200)));
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
             assertTrue(ms >= 150 && ms < 5000, "timed out after " + ms + " ms");

@@ -21,8 +21,8 @@ final class ModuleKeysForTests {
             ConfigKey.size("memory-pool.maximum-size", "largest GPU pool size").withAtLeast(MEMORY_POOL_SIZE);
 
     /** A module set named as ucx4j-comm, so that its names count as present. */
-    static final ConfigKeySet COMM = set("ucx4j-comm",
-            List.of(MULTI_BUFFER, MAX_FRAMES, MAX_FRAME_SIZE, AUTH_SECRET, AUTH_SECRET_FILE));
+    static final ConfigKeySet COMM =
+            set("ucx4j-comm", List.of(MULTI_BUFFER, MAX_FRAMES, MAX_FRAME_SIZE, AUTH_SECRET, AUTH_SECRET_FILE));
     /** A module set named as ucx4j-cuda. */
     static final ConfigKeySet CUDA = set("ucx4j-cuda", List.of(MEMORY_POOL_SIZE, MEMORY_POOL_MAXIMUM_SIZE));
 
@@ -31,8 +31,7 @@ final class ModuleKeysForTests {
     /** The core's keys only, as with nothing but ucx4j-core on the path. */
     static final ConfigRegistry CORE_ONLY = ConfigRegistry.of(List.of());
 
-    private ModuleKeysForTests() {
-    }
+    private ModuleKeysForTests() {}
 
     static ConfigKeySet set(String module, List<ConfigKey<?>> keys) {
         return new ConfigKeySet() {

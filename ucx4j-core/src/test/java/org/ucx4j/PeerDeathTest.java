@@ -35,12 +35,14 @@ class PeerDeathTest {
     void killedPeerFailsEveryPendingOperationAndTheWorkerStaysUsable() throws Exception {
         Requirements.assumeUcx();
         try (RunningJvm peer = PeerMain.start(Map.of("UCX_KEEPALIVE_INTERVAL", "1s"), "sink-server");
-             UcxContext ctx = UcxContext.builder().option("KEEPALIVE_INTERVAL", "1s").build();
-             UcxWorker worker = ctx.newWorker();
-             Arena arena = Arena.ofShared()) {
+                UcxContext ctx =
+                        UcxContext.builder().option("KEEPALIVE_INTERVAL", "1s").build();
+                UcxWorker worker = ctx.newWorker();
+                Arena arena = Arena.ofShared()) {
             int port = Integer.parseInt(peer.awaitLine("PORT", Duration.ofSeconds(30)));
             CompletableFuture<UcxException> handlerSaw = new CompletableFuture<>();
-            UcxEndpoint ep = worker.await(worker.connectAsync(new java.net.InetSocketAddress("127.0.0.1", port),
+            UcxEndpoint ep = worker.await(worker.connectAsync(
+                    new java.net.InetSocketAddress("127.0.0.1", port),
                     (endpoint, error) -> handlerSaw.complete(error)));
             EchoProtocol.hello(ep, 42);
             peer.awaitLine("READY", Duration.ofSeconds(30));
@@ -53,7 +55,8 @@ class PeerDeathTest {
             pending.add(ep.tagSendAsync(big, EchoProtocol.tag(42, 1)));
             pending.add(ep.tagSendAsync(big.asSlice(0, 8 << 20), EchoProtocol.tag(42, 2)));
             // Not a wait for something: a window in which a wrongly completed receive would show.
-            await("receives stay pending while the peer lives").during(Duration.ofMillis(200))
+            await("receives stay pending while the peer lives")
+                    .during(Duration.ofMillis(200))
                     .atMost(Duration.ofSeconds(5))
                     .until(() -> pending.subList(0, 2).stream().noneMatch(UcxFuture::isDone));
             for (UcxFuture<?> f : pending.subList(0, 2)) {
@@ -70,7 +73,8 @@ class PeerDeathTest {
                 } catch (ExecutionException e) {
                     assertInstanceOf(UcxException.class, e.getCause());
                     UcxException ue = (UcxException) e.getCause();
-                    assertTrue(ue instanceof UcxConnectionResetException || ue instanceof UcxTimeoutException,
+                    assertTrue(
+                            ue instanceof UcxConnectionResetException || ue instanceof UcxTimeoutException,
                             "expected a peer failure, got " + ue);
                 } catch (java.util.concurrent.TimeoutException e) {
                     fail("operation " + pending.indexOf(f) + " still pending " + BOUND + " after the peer was killed");
@@ -84,15 +88,17 @@ class PeerDeathTest {
             assertTrue(ep.failure().isPresent());
             // New operations on the dead endpoint fail at once with the peer failure, not a hang and not
             // a misleading "closed by you".
-            UcxException late = org.junit.jupiter.api.Assertions.assertThrows(UcxException.class,
-                    () -> ep.tagSend(new byte[1], 1));
-            assertTrue(late instanceof UcxConnectionResetException || late instanceof UcxTimeoutException, late.toString());
+            UcxException late =
+                    org.junit.jupiter.api.Assertions.assertThrows(UcxException.class, () -> ep.tagSend(new byte[1], 1));
+            assertTrue(
+                    late instanceof UcxConnectionResetException || late instanceof UcxTimeoutException,
+                    late.toString());
             assertTrue(late.getMessage().contains("failed earlier"), late.getMessage());
 
             // The worker is still usable: a fresh listener and connection on it work.
             CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
             try (UcxListener listener = worker.listen(0, accepted::complete);
-                 UcxEndpoint again = worker.connect("127.0.0.1", listener.port())) {
+                    UcxEndpoint again = worker.connect("127.0.0.1", listener.port())) {
                 UcxEndpoint server = accepted.get(10, TimeUnit.SECONDS);
                 byte[] in = new byte[3];
                 UcxFuture<TagInfo> r = worker.tagRecvAsync(in, 77, -1L);

@@ -91,7 +91,9 @@ class RmaTest {
                 for (long off : offsetsFor(size)) {
                     local.fill((byte) 0x5A);
                     ep.get(local, key, off);
-                    assertEquals(-1, RmaProtocol.mismatch(local, RmaProtocol.INITIAL_SEED, off),
+                    assertEquals(
+                            -1,
+                            RmaProtocol.mismatch(local, RmaProtocol.INITIAL_SEED, off),
                             "get of " + size + " bytes at offset " + off);
                 }
             }
@@ -105,7 +107,9 @@ class RmaTest {
             Arrays.fill(local, (byte) 0x5A);
             long off = 4093;
             ep.get(MemorySegment.ofArray(local), key, off);
-            assertEquals(-1, RmaProtocol.mismatch(MemorySegment.ofArray(local), RmaProtocol.INITIAL_SEED, off),
+            assertEquals(
+                    -1,
+                    RmaProtocol.mismatch(MemorySegment.ofArray(local), RmaProtocol.INITIAL_SEED, off),
                     "heap get of " + size + " bytes");
         }
     }
@@ -120,18 +124,22 @@ class RmaTest {
                     RmaProtocol.fill(out, seed, off);
                     ep.put(out, key, off);
                     ep.flush();
-                    assertEquals(-1, RmaProtocol.command(ep, RmaProtocol.VERIFY, seed, off, size),
+                    assertEquals(
+                            -1,
+                            RmaProtocol.command(ep, RmaProtocol.VERIFY, seed, off, size),
                             "peer's view after a put of " + size + " bytes at " + off);
                     MemorySegment in = arena.allocate(Math.max(size, 1)).asSlice(0, size);
                     ep.get(in, key, off);
                     assertEquals(-1, RmaProtocol.mismatch(in, seed, off), "get after put, " + size + " at " + off);
                     // Bytes just outside the put are untouched.
                     if (off > 0) {
-                        assertEquals(-1, RmaProtocol.command(ep, RmaProtocol.VERIFY, RmaProtocol.INITIAL_SEED, off - 1, 1));
+                        assertEquals(
+                                -1, RmaProtocol.command(ep, RmaProtocol.VERIFY, RmaProtocol.INITIAL_SEED, off - 1, 1));
                     }
                     if (off + size < REGION) {
-                        assertEquals(-1, RmaProtocol.command(ep, RmaProtocol.VERIFY, RmaProtocol.INITIAL_SEED,
-                                off + size, 1));
+                        assertEquals(
+                                -1,
+                                RmaProtocol.command(ep, RmaProtocol.VERIFY, RmaProtocol.INITIAL_SEED, off + size, 1));
                     }
                     assertEquals(0, RmaProtocol.command(ep, RmaProtocol.FILL, RmaProtocol.INITIAL_SEED, off, size));
                 }
@@ -173,15 +181,28 @@ class RmaTest {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment eight = arena.allocate(8);
             MemorySegment tooBig = arena.allocate(REGION + 1);
-            long[][] cases = {{-1, 8}, {REGION - 7, 8}, {REGION, 8}, {REGION + 1, 0}, {Long.MAX_VALUE, 8},
-                    {Long.MAX_VALUE - 4, 8}, {Long.MIN_VALUE, 8}, {0, REGION + 1}};
+            long[][] cases = {
+                {-1, 8},
+                {REGION - 7, 8},
+                {REGION, 8},
+                {REGION + 1, 0},
+                {Long.MAX_VALUE, 8},
+                {Long.MAX_VALUE - 4, 8},
+                {Long.MIN_VALUE, 8},
+                {0, REGION + 1}
+            };
             for (long[] c : cases) {
                 MemorySegment local = c[1] == REGION + 1 ? tooBig : eight.asSlice(0, c[1]);
                 for (boolean put : new boolean[] {true, false}) {
-                    IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class,
-                            () -> { if (put) ep.putAsync(local, key, c[0]); else ep.getAsync(local, key, c[0]); });
-                    assertTrue(e.getMessage().contains("offset " + c[0]) && e.getMessage().contains("length " + c[1])
-                            && e.getMessage().contains(REGION + " bytes"), e.getMessage());
+                    IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> {
+                        if (put) ep.putAsync(local, key, c[0]);
+                        else ep.getAsync(local, key, c[0]);
+                    });
+                    assertTrue(
+                            e.getMessage().contains("offset " + c[0])
+                                    && e.getMessage().contains("length " + c[1])
+                                    && e.getMessage().contains(REGION + " bytes"),
+                            e.getMessage());
                 }
             }
             // The edges themselves are fine.
@@ -246,11 +267,13 @@ class RmaTest {
             for (int flip : new int[] {0xFF, 0x01, 0x80}) {
                 byte[] bad = keyBytes.clone();
                 bad[i] ^= (byte) flip;
-                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ep.unpackRemoteKey(bad),
-                        "byte " + i + " ^ " + flip);
+                IllegalArgumentException e = assertThrows(
+                        IllegalArgumentException.class, () -> ep.unpackRemoteKey(bad), "byte " + i + " ^ " + flip);
                 assertTrue(e.getMessage().startsWith("remote key"), e.getMessage());
                 if (i >= RemoteKeyFormat.HEADER_SIZE) {
-                    assertTrue(e.getMessage().contains("checksum") && e.getMessage().contains("not passed to UCX"),
+                    assertTrue(
+                            e.getMessage().contains("checksum")
+                                    && e.getMessage().contains("not passed to UCX"),
                             e.getMessage());
                 }
                 checked++;
@@ -279,7 +302,8 @@ class RmaTest {
             other.get(in, otherKey, 64);
             assertEquals(-1, RmaProtocol.mismatch(in, RmaProtocol.INITIAL_SEED, 64));
 
-            IllegalArgumentException wrong = assertThrows(IllegalArgumentException.class, () -> ep.get(in, otherKey, 0));
+            IllegalArgumentException wrong =
+                    assertThrows(IllegalArgumentException.class, () -> ep.get(in, otherKey, 0));
             assertTrue(wrong.getMessage().contains("own endpoint"), wrong.getMessage());
 
             second.close();
@@ -298,7 +322,8 @@ class RmaTest {
 
     @Test
     void memoryRegionsLocalLifecycle() {
-        try (UcxContext local = UcxContext.create(); Arena arena = Arena.ofShared()) {
+        try (UcxContext local = UcxContext.create();
+                Arena arena = Arena.ofShared()) {
             MemorySegment mine = arena.allocate(4096);
             MemoryRegion mapped = local.mapMemory(mine);
             assertEquals(4096, mapped.size());
@@ -307,8 +332,11 @@ class RmaTest {
             byte[] packed = mapped.packRemoteKey();
             assertEquals('U', packed[0]);
             assertEquals(1, packed[5]);
-            assertEquals(mine.address(), ByteBuffer.wrap(packed).order(ByteOrder.LITTLE_ENDIAN).getLong(6));
-            assertEquals(4096, ByteBuffer.wrap(packed).order(ByteOrder.LITTLE_ENDIAN).getLong(14));
+            assertEquals(
+                    mine.address(),
+                    ByteBuffer.wrap(packed).order(ByteOrder.LITTLE_ENDIAN).getLong(6));
+            assertEquals(
+                    4096, ByteBuffer.wrap(packed).order(ByteOrder.LITTLE_ENDIAN).getLong(14));
 
             MemoryRegion allocated = local.allocateMemory(10_000);
             assertTrue(allocated.isAllocated());
@@ -340,11 +368,11 @@ class RmaTest {
     void oneGibibyteGetAndPutAgainstMemoryUcxAllocatedInThePeer() throws Exception {
         long size = 1L << 30;
         long chunk = 64L << 20;
-        try (RunningJvm big = PeerMain.start(Map.of(), List.of("-Xmx96m"), "rma-server", Long.toString(size),
-                     "allocate");
-             UcxContext c = UcxContext.create();
-             UcxWorker w = c.newWorker();
-             Arena arena = Arena.ofShared()) {
+        try (RunningJvm big =
+                        PeerMain.start(Map.of(), List.of("-Xmx96m"), "rma-server", Long.toString(size), "allocate");
+                UcxContext c = UcxContext.create();
+                UcxWorker w = c.newWorker();
+                Arena arena = Arena.ofShared()) {
             assertEquals(size + " allocated", big.awaitLine("REGION", Duration.ofSeconds(120)));
             int p = Integer.parseInt(big.awaitLine("PORT", Duration.ofSeconds(60)));
             UcxEndpoint e = w.connect("127.0.0.1", p);
@@ -385,11 +413,16 @@ class RmaTest {
     @ParameterizedTest
     @ValueSource(strings = {"map", "allocate"})
     void putAndGetFailInBoundedTimeAfterThePeerIsKilled(String regionKind) throws Exception {
-        try (RunningJvm victim = PeerMain.start(Map.of("UCX_KEEPALIVE_INTERVAL", "1s"), List.of("-Xmx96m"),
-                     "rma-server", Long.toString(64L << 20), regionKind);
-             UcxContext c = UcxContext.builder().option("KEEPALIVE_INTERVAL", "1s").build();
-             UcxWorker w = c.newWorker();
-             Arena arena = Arena.ofShared()) {
+        try (RunningJvm victim = PeerMain.start(
+                        Map.of("UCX_KEEPALIVE_INTERVAL", "1s"),
+                        List.of("-Xmx96m"),
+                        "rma-server",
+                        Long.toString(64L << 20),
+                        regionKind);
+                UcxContext c =
+                        UcxContext.builder().option("KEEPALIVE_INTERVAL", "1s").build();
+                UcxWorker w = c.newWorker();
+                Arena arena = Arena.ofShared()) {
             int p = Integer.parseInt(victim.awaitLine("PORT", Duration.ofSeconds(60)));
             UcxEndpoint e = w.connect("127.0.0.1", p);
             EchoProtocol.hello(e, 3);
@@ -419,10 +452,14 @@ class RmaTest {
             System.out.println(regionKind + ": put/get failed " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)
                     + " ms after kill -9");
             // Later operations fail at once, without a hang: the endpoint is failed or closed by now.
-            await("the endpoint notices the peer's death").atMost(BOUND).pollInterval(Duration.ofMillis(50))
+            await("the endpoint notices the peer's death")
+                    .atMost(BOUND)
+                    .pollInterval(Duration.ofMillis(50))
                     .untilAsserted(() -> assertFalse(e.isOpen(), "the endpoint noticed the peer's death"));
             UcxException late = assertThrows(UcxException.class, () -> e.put(big.asSlice(0, 8), k, 0));
-            assertTrue(late instanceof UcxConnectionResetException || late instanceof UcxTimeoutException, late.toString());
+            assertTrue(
+                    late instanceof UcxConnectionResetException || late instanceof UcxTimeoutException,
+                    late.toString());
             assertThrows(UcxException.class, () -> e.get(big.asSlice(0, 8), k, 0));
         }
     }

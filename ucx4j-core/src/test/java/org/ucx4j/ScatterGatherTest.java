@@ -19,8 +19,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.ucx4j.internal.worker.Iov;
 import org.ucx4j.testing.EchoProtocol;
-import org.ucx4j.testing.PeerMain;
 import org.ucx4j.testing.Loopback;
+import org.ucx4j.testing.PeerMain;
 import org.ucx4j.testsupport.Requirements;
 import org.ucx4j.testsupport.RunningJvm;
 
@@ -57,7 +57,9 @@ class ScatterGatherTest {
         long a = total / 3;
         long b = total > 10 ? 0 : total - a;
         long c = total - a - b;
-        return List.of(arena.allocate(Math.max(a, 1)).asSlice(0, a), arena.allocate(Math.max(b, 1)).asSlice(0, b),
+        return List.of(
+                arena.allocate(Math.max(a, 1)).asSlice(0, a),
+                arena.allocate(Math.max(b, 1)).asSlice(0, b),
                 arena.allocate(Math.max(c, 1)).asSlice(0, c));
     }
 
@@ -65,8 +67,10 @@ class ScatterGatherTest {
     @ValueSource(ints = {1, 2, 3, 8, 100})
     void gatherSendScatterReceiveInOneProcess(int n) throws Exception {
         Requirements.assumeUcx();
-        try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker();
-             Arena arena = Arena.ofShared()) {
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker server = ctx.newWorker();
+                UcxWorker client = ctx.newWorker();
+                Arena arena = Arena.ofShared()) {
             Loopback pair = Loopback.connect(server, client);
             UcxEndpoint ep = pair.client();
             UcxEndpoint back = pair.server();
@@ -101,7 +105,8 @@ class ScatterGatherTest {
             // Active message with a gathered body.
             LinkedBlockingQueue<AmMessage> got = new LinkedBlockingQueue<>();
             server.setAmHandler(9, got::add);
-            ep.amSendAsync(9, MemorySegment.ofArray(new byte[] {4, 2}), out, AmSendMode.AUTO).get(30, TimeUnit.SECONDS);
+            ep.amSendAsync(9, MemorySegment.ofArray(new byte[] {4, 2}), out, AmSendMode.AUTO)
+                    .get(30, TimeUnit.SECONDS);
             AmMessage m = got.poll(30, TimeUnit.SECONDS);
             assertEquals(total, m.length());
             assertEquals(-1L, expected.mismatch(server.await(m.data(), Duration.ofSeconds(30))));
@@ -111,8 +116,10 @@ class ScatterGatherTest {
     @Test
     void scatterReceiveRefusesHeapSegmentsAndEmptyLists() {
         Requirements.assumeUcx();
-        try (UcxContext ctx = UcxContext.create(); UcxWorker w = ctx.newWorker()) {
-            assertThrows(IllegalArgumentException.class,
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker w = ctx.newWorker()) {
+            assertThrows(
+                    IllegalArgumentException.class,
                     () -> w.tagRecvAsync(List.of(MemorySegment.ofArray(new byte[4])), 1, -1L));
             assertThrows(IllegalArgumentException.class, () -> w.tagRecvAsync(List.<MemorySegment>of(), 1, -1L));
             assertEquals(0, w.pendingOperations());
@@ -123,7 +130,9 @@ class ScatterGatherTest {
     void gatheredSendToAnotherProcessComesBackWhole() throws Exception {
         Requirements.assumeUcx();
         try (RunningJvm peer = PeerMain.start(Map.of(), "echo-server");
-             UcxContext ctx = UcxContext.create(); UcxWorker w = ctx.newWorker(); Arena arena = Arena.ofShared()) {
+                UcxContext ctx = UcxContext.create();
+                UcxWorker w = ctx.newWorker();
+                Arena arena = Arena.ofShared()) {
             int port = Integer.parseInt(peer.awaitLine("PORT", Duration.ofSeconds(30)));
             UcxEndpoint ep = w.connect("127.0.0.1", port);
             EchoProtocol.hello(ep, 77);
@@ -132,7 +141,8 @@ class ScatterGatherTest {
             List<MemorySegment> in = splitThree(arena, expected.byteSize());
             UcxFuture<TagInfo> reply = ep.tagRecvAsync(in, EchoProtocol.tag(77, 1) | EchoProtocol.REPLY_BIT, -1L);
             ep.tagSend(out, EchoProtocol.tag(77, 1));
-            assertEquals(expected.byteSize(), w.await(reply, Duration.ofSeconds(30)).length());
+            assertEquals(
+                    expected.byteSize(), w.await(reply, Duration.ofSeconds(30)).length());
             assertEquals(-1L, expected.mismatch(concat(arena, in)));
         }
     }

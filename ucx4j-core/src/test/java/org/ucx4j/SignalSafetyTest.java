@@ -14,8 +14,8 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.ucx4j.testsupport.ChildJvm;
 import org.ucx4j.testing.SignalChildMain;
+import org.ucx4j.testsupport.ChildJvm;
 import org.ucx4j.testsupport.Requirements;
 
 /**
@@ -38,20 +38,24 @@ class SignalSafetyTest {
 
     private static ChildJvm.Spec signalChild(Path dir) throws IOException {
         Path directives = dir.resolve("c1-only-npe-loop.json");
-        Files.writeString(directives,
-                "[{ match: \"org/ucx4j/testing/SignalChildMain.npeRound\", c2: { Exclude: true } }]\n");
+        Files.writeString(
+                directives, "[{ match: \"org/ucx4j/testing/SignalChildMain.npeRound\", c2: { Exclude: true } }]\n");
         return ChildJvm.of(SignalChildMain.class)
                 .workDir(dir)
                 .jvm("-Xmx256m", "-XX:+UseSerialGC")
-                .jvm("-XX:+UnlockDiagnosticVMOptions", "-XX:CompilerDirectivesFile=" + directives,
-                        "-XX:ErrorFile=" + dir.resolve("hs_err_pid%p.log"), "-Xss1m")
+                .jvm(
+                        "-XX:+UnlockDiagnosticVMOptions",
+                        "-XX:CompilerDirectivesFile=" + directives,
+                        "-XX:ErrorFile=" + dir.resolve("hs_err_pid%p.log"),
+                        "-Xss1m")
                 .unsetEnv(org.ucx4j.internal.UcxLibrary.LIBRARY_ENV)
                 .unsetEnv("UCX_ERROR_SIGNALS");
     }
 
     private static List<Path> crashReports(Path dir) throws IOException {
         try (Stream<Path> files = Files.list(dir)) {
-            return files.filter(p -> p.getFileName().toString().startsWith("hs_err")).toList();
+            return files.filter(p -> p.getFileName().toString().startsWith("hs_err"))
+                    .toList();
         }
     }
 
@@ -79,19 +83,24 @@ class SignalSafetyTest {
         Requirements.assumeUcx();
         ChildJvm.Result r;
         try {
-            r = signalChild(dir).env("UCX_ERROR_SIGNALS", UCX_DEFAULT_ERROR_SIGNALS).run(Duration.ofSeconds(60));
+            r = signalChild(dir)
+                    .env("UCX_ERROR_SIGNALS", UCX_DEFAULT_ERROR_SIGNALS)
+                    .run(Duration.ofSeconds(60));
         } catch (AssertionError hung) {
             System.out.println("[signal report] with UCX_ERROR_SIGNALS=" + UCX_DEFAULT_ERROR_SIGNALS
                     + " the child JVM hung: " + hung.getMessage());
             return;
         }
         String out = r.output();
-        assertTrue(out.contains("UCX_ERROR_SIGNALS='" + UCX_DEFAULT_ERROR_SIGNALS + "'"),
+        assertTrue(
+                out.contains("UCX_ERROR_SIGNALS='" + UCX_DEFAULT_ERROR_SIGNALS + "'"),
                 "the user's UCX_ERROR_SIGNALS did not reach libc getenv unchanged:\n" + out);
         assertTrue(out.contains("preset={}"), "ucx4j preset UCX_ERROR_SIGNALS over the user's value:\n" + out);
         boolean survived = r.exitCode() == 0 && out.lines().anyMatch("SURVIVED"::equals);
         System.out.println("[signal report] with UCX_ERROR_SIGNALS=" + UCX_DEFAULT_ERROR_SIGNALS + " the child JVM "
-                + (survived ? "SURVIVED" : "CRASHED (exit " + r.exitCode() + ", hs_err files " + crashReports(dir) + ")")
+                + (survived
+                        ? "SURVIVED"
+                        : "CRASHED (exit " + r.exitCode() + ", hs_err files " + crashReports(dir) + ")")
                 + "; output:\n" + out);
     }
 }

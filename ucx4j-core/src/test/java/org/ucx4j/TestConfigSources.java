@@ -10,8 +10,7 @@ import org.ucx4j.internal.config.ConfigSources;
 
 /** Builds configurations from injected sources, never the real environment. */
 final class TestConfigSources {
-    private TestConfigSources() {
-    }
+    private TestConfigSources() {}
 
     static ConfigSources sources(Map<String, String> env, Map<String, String> props, List<Path> searchPath) {
         return new ConfigSources(env, props, searchPath);

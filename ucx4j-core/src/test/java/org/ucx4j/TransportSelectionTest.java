@@ -17,9 +17,11 @@ class TransportSelectionTest {
     @Test
     void endpointsWithoutPeerErrorHandlingCarryMessages() throws Exception {
         Requirements.assumeUcx();
-        WorkerOptions noPeerErrors = WorkerOptions.builder().peerErrorHandling(false).build();
-        try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(noPeerErrors);
-             UcxWorker client = ctx.newWorker(noPeerErrors)) {
+        WorkerOptions noPeerErrors =
+                WorkerOptions.builder().peerErrorHandling(false).build();
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker server = ctx.newWorker(noPeerErrors);
+                UcxWorker client = ctx.newWorker(noPeerErrors)) {
             UcxEndpoint ep = Loopback.connect(server, client).client();
             byte[] in = new byte[1 << 20];
             UcxFuture<TagInfo> r = server.tagRecvAsync(in, 4, -1L);

@@ -23,10 +23,15 @@ class UcxConfigPrecedenceTest {
 
     @RegisterExtension
     final RecordedConfigWarnings recorded = new RecordedConfigWarnings();
+
     private final List<String> warnings = recorded.messages();
 
     private String source(UcxConfig config, String key) {
-        return config.entries().stream().filter(e -> e.key().equals(key)).findFirst().orElseThrow().source();
+        return config.entries().stream()
+                .filter(e -> e.key().equals(key))
+                .findFirst()
+                .orElseThrow()
+                .source();
     }
 
     private static final String ALL_SOURCES_YAML = """
@@ -64,7 +69,9 @@ class UcxConfigPrecedenceTest {
                 "DASK_DISTRIBUTED__COMM__UCX__TCP", "true",
                 "DASK_UCX__RDMACM", "true");
         Map<String, String> props = Map.of("ucx4j.connect-timeout", "2s", "ucx4j.progress-mode", "caller");
-        UcxConfig config = TestConfigSources.build(UcxConfig.builder().set(UcxKeys.CONNECT_TIMEOUT, Duration.ofSeconds(1)), sources(env, props, List.of(file)));
+        UcxConfig config = TestConfigSources.build(
+                UcxConfig.builder().set(UcxKeys.CONNECT_TIMEOUT, Duration.ofSeconds(1)),
+                sources(env, props, List.of(file)));
 
         assertEquals(Duration.ofSeconds(1), config.get(UcxKeys.CONNECT_TIMEOUT));
         assertEquals("builder", source(config, "connect-timeout"));
@@ -95,14 +102,27 @@ class UcxConfigPrecedenceTest {
     @Test
     void daskEnvironmentBeatsDaskFileButNotUcx4jFile() {
         Path file = yaml(dir, ALL_SOURCES_YAML);
-        UcxConfig config = TestConfigSources.build(UcxConfig.builder(), sources(
-                Map.of("DASK_DISTRIBUTED_UCXX__MAX_FRAMES", "55", "DASK_DISTRIBUTED_UCXX__CONNECT_TIMEOUT", "55s"),
-                Map.of(), List.of(file)));
+        UcxConfig config = TestConfigSources.build(
+                UcxConfig.builder(),
+                sources(
+                        Map.of(
+                                "DASK_DISTRIBUTED_UCXX__MAX_FRAMES",
+                                "55",
+                                "DASK_DISTRIBUTED_UCXX__CONNECT_TIMEOUT",
+                                "55s"),
+                        Map.of(),
+                        List.of(file)));
         assertEquals(4, config.get(ModuleKeysForTests.MAX_FRAMES));
         assertEquals(Duration.ofSeconds(4), config.get(UcxKeys.CONNECT_TIMEOUT));
-        UcxConfig withoutUcx4jBlock = TestConfigSources.build(UcxConfig.builder(), sources(
-                Map.of("DASK_DISTRIBUTED_UCXX__MAX_FRAMES", "55"), Map.of(),
-                List.of(yaml(dir, ALL_SOURCES_YAML.replaceFirst("(?s)ucx4j:.*?distributed-ucxx:", "distributed-ucxx:")))));
+        UcxConfig withoutUcx4jBlock = TestConfigSources.build(
+                UcxConfig.builder(),
+                sources(
+                        Map.of("DASK_DISTRIBUTED_UCXX__MAX_FRAMES", "55"),
+                        Map.of(),
+                        List.of(yaml(
+                                dir,
+                                ALL_SOURCES_YAML.replaceFirst(
+                                        "(?s)ucx4j:.*?distributed-ucxx:", "distributed-ucxx:")))));
         assertEquals(55, withoutUcx4jBlock.get(ModuleKeysForTests.MAX_FRAMES));
     }
 
@@ -117,7 +137,8 @@ class UcxConfigPrecedenceTest {
         assertEquals("tcp", config.ucxSettings().contextOptions().get("TLS"));
         // Only the legacy key actually read warns.
         assertEquals(1, warnings.size(), warnings.toString());
-        assertTrue(warnings.get(0).contains("DASK_DISTRIBUTED__COMM__UCX__TCP (distributed.comm.ucx.tcp) is a deprecated"),
+        assertTrue(
+                warnings.get(0).contains("DASK_DISTRIBUTED__COMM__UCX__TCP (distributed.comm.ucx.tcp) is a deprecated"),
                 warnings.get(0));
         assertTrue(warnings.get(0).contains("'distributed-ucxx.tcp'"), warnings.get(0));
     }
@@ -155,20 +176,25 @@ class UcxConfigPrecedenceTest {
 
     @Test
     void deprecationWarningIsLoggedOncePerKeyPerProcess() {
-        Map<String, String> env = Map.of("DASK_DISTRIBUTED__COMM__UCX__TCP", "true", "DASK_DISTRIBUTED__RMM__POOL_SIZE", "1GB");
+        Map<String, String> env =
+                Map.of("DASK_DISTRIBUTED__COMM__UCX__TCP", "true", "DASK_DISTRIBUTED__RMM__POOL_SIZE", "1GB");
         fromEnv(env);
         fromEnv(env);
         fromEnv(Map.of("DASK_DISTRIBUTED__COMM__UCX__TCP", "false"));
         assertEquals(2, warnings.size(), warnings.toString());
-        assertTrue(warnings.stream().anyMatch(w -> w.contains("(distributed.rmm.pool-size)")
-                && w.contains("'distributed-ucxx.rmm.pool-size'")), warnings.toString());
+        assertTrue(
+                warnings.stream()
+                        .anyMatch(w -> w.contains("(distributed.rmm.pool-size)")
+                                && w.contains("'distributed-ucxx.rmm.pool-size'")),
+                warnings.toString());
     }
 
     @Test
     void legacyPoolSizeVariable() {
         UcxConfig config = fromEnv(Map.of("DASK_DISTRIBUTED__RMM__POOL_SIZE", "1000.00 MB"));
         assertEquals(Optional.of(1_000_000_000L), config.find(ModuleKeysForTests.MEMORY_POOL_SIZE));
-        assertEquals("env DASK_DISTRIBUTED__RMM__POOL_SIZE (distributed.rmm.pool-size)", source(config, "memory-pool.size"));
+        assertEquals(
+                "env DASK_DISTRIBUTED__RMM__POOL_SIZE (distributed.rmm.pool-size)", source(config, "memory-pool.size"));
     }
 
     @Test
@@ -194,9 +220,17 @@ class UcxConfigPrecedenceTest {
 
     @Test
     void daskCudaVariables() {
-        UcxConfig config = fromEnv(Map.of("DASK_UCX__CUDA_COPY", "True", "DASK_UCX__TCP", "True",
-                "DASK_UCX__NET_DEVICES", "mlx5_0:1", "DASK_RMM__POOL_SIZE", "1GB"));
-        assertEquals(Map.of("TLS", "tcp,cuda_copy", "SOCKADDR_TLS_PRIORITY", "tcp", "NET_DEVICES", "mlx5_0:1"),
+        UcxConfig config = fromEnv(Map.of(
+                "DASK_UCX__CUDA_COPY",
+                "True",
+                "DASK_UCX__TCP",
+                "True",
+                "DASK_UCX__NET_DEVICES",
+                "mlx5_0:1",
+                "DASK_RMM__POOL_SIZE",
+                "1GB"));
+        assertEquals(
+                Map.of("TLS", "tcp,cuda_copy", "SOCKADDR_TLS_PRIORITY", "tcp", "NET_DEVICES", "mlx5_0:1"),
                 config.ucxSettings().contextOptions());
         assertEquals(Optional.of(1_000_000_000L), config.find(ModuleKeysForTests.MEMORY_POOL_SIZE));
     }
@@ -215,13 +249,17 @@ class UcxConfigPrecedenceTest {
                       environment:
                         max-rndv-rails: 1
                 """);
-        UcxConfig config = TestConfigSources.build(UcxConfig.builder().environment("rndv_thresh", "4096"), sources(
-                Map.of("UCX4J__ENVIRONMENT__LOG_LEVEL", "debug", "UCX4J__ENVIRONMENT__MEMTYPE_CACHE", "none"),
-                Map.of(), List.of(file)));
+        UcxConfig config = TestConfigSources.build(
+                UcxConfig.builder().environment("rndv_thresh", "4096"),
+                sources(
+                        Map.of("UCX4J__ENVIRONMENT__LOG_LEVEL", "debug", "UCX4J__ENVIRONMENT__MEMTYPE_CACHE", "none"),
+                        Map.of(),
+                        List.of(file)));
         assertEquals(Map.of("log-level", "debug", "rndv-thresh", "4096", "max-rndv-rails", "1"), config.environment());
         assertEquals("env UCX4J__ENVIRONMENT__LOG_LEVEL", source(config, "environment.log-level"));
         assertEquals("builder", source(config, "environment.rndv-thresh"));
-        assertTrue(source(config, "environment.max-rndv-rails").endsWith(":10 (distributed.comm.ucx.environment.max-rndv-rails)"));
+        assertTrue(source(config, "environment.max-rndv-rails")
+                .endsWith(":10 (distributed.comm.ucx.environment.max-rndv-rails)"));
         assertEquals(1, warnings.size());
     }
 
@@ -244,18 +282,20 @@ class UcxConfigPrecedenceTest {
     void explicitConfigFileReplacesTheSearch(@TempDir Path other) {
         Path searched = yaml(dir, "ucx4j:\n  max-frames: 1\n");
         Path explicit = yaml(other, "ucx4j:\n  max-frames: 2\n");
-        UcxConfig viaEnv = TestConfigSources.build(UcxConfig.builder(), sources(Map.of("UCX4J_CONFIG", explicit.toString()), Map.of(),
-                List.of(searched)));
+        UcxConfig viaEnv = TestConfigSources.build(
+                UcxConfig.builder(), sources(Map.of("UCX4J_CONFIG", explicit.toString()), Map.of(), List.of(searched)));
         assertEquals(2, viaEnv.get(ModuleKeysForTests.MAX_FRAMES));
-        UcxConfig viaSearch = TestConfigSources.build(UcxConfig.builder(), sources(Map.of(), Map.of(),
-                List.of(dir.resolve("missing.yaml"), searched)));
+        UcxConfig viaSearch = TestConfigSources.build(
+                UcxConfig.builder(), sources(Map.of(), Map.of(), List.of(dir.resolve("missing.yaml"), searched)));
         assertEquals(1, viaSearch.get(ModuleKeysForTests.MAX_FRAMES));
     }
 
     @Test
     void builderSetUsesTextSyntax() {
         UcxConfig config = TestConfigSources.from(UcxConfig.builder()
-                .set("memory_pool.size", "512MiB").set("connect-timeout", "250ms").set("TCP", "yes"));
+                .set("memory_pool.size", "512MiB")
+                .set("connect-timeout", "250ms")
+                .set("TCP", "yes"));
         assertEquals(Optional.of(512L << 20), config.find(ModuleKeysForTests.MEMORY_POOL_SIZE));
         assertEquals(Duration.ofMillis(250), config.get(UcxKeys.CONNECT_TIMEOUT));
         assertEquals(Optional.of(true), config.find(UcxKeys.TCP));

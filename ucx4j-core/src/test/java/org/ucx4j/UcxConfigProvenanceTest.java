@@ -20,25 +20,48 @@ class UcxConfigProvenanceTest {
     @Test
     void everyKeyHasAValueAndASource() {
         Path file = yaml(dir, "# comment\nucx4j:\n  tcp: true\n  environment:\n    log-level: info\n");
-        UcxConfig config = TestConfigSources.build(UcxConfig.builder().set(ModuleKeysForTests.MAX_FRAMES, 10), sources(
-                Map.of("UCX4J__MEMORY_POOL__SIZE", "1GB"), Map.of("ucx4j.net-devices", "mlx5_0:1"), List.of(file)));
+        UcxConfig config = TestConfigSources.build(
+                UcxConfig.builder().set(ModuleKeysForTests.MAX_FRAMES, 10),
+                sources(
+                        Map.of("UCX4J__MEMORY_POOL__SIZE", "1GB"),
+                        Map.of("ucx4j.net-devices", "mlx5_0:1"),
+                        List.of(file)));
         Map<String, ConfigEntry> byKey = new LinkedHashMap<>();
         config.entries().forEach(e -> byKey.put(e.key(), e));
         // The core's keys, then each module's (by module name), then the environment entries.
-        assertEquals(List.of("tcp", "nvlink", "infiniband", "rdmacm", "cuda-copy", "create-cuda-context",
-                "connect-timeout", "net-devices", "progress-mode", "peer-error-handling",
-                "multi-buffer", "max-frames", "max-frame-size", "auth.secret", "auth.secret-file",
-                "memory-pool.size", "memory-pool.maximum-size", "environment.log-level"),
+        assertEquals(
+                List.of(
+                        "tcp",
+                        "nvlink",
+                        "infiniband",
+                        "rdmacm",
+                        "cuda-copy",
+                        "create-cuda-context",
+                        "connect-timeout",
+                        "net-devices",
+                        "progress-mode",
+                        "peer-error-handling",
+                        "multi-buffer",
+                        "max-frames",
+                        "max-frame-size",
+                        "auth.secret",
+                        "auth.secret-file",
+                        "memory-pool.size",
+                        "memory-pool.maximum-size",
+                        "environment.log-level"),
                 List.copyOf(byKey.keySet()));
         assertEquals(new ConfigEntry("tcp", "true", file + ":3"), byKey.get("tcp"));
         assertEquals(new ConfigEntry("nvlink", "none", "default"), byKey.get("nvlink"));
-        assertEquals(new ConfigEntry("memory-pool.size", "1 GB (1000000000 bytes)", "env UCX4J__MEMORY_POOL__SIZE"),
+        assertEquals(
+                new ConfigEntry("memory-pool.size", "1 GB (1000000000 bytes)", "env UCX4J__MEMORY_POOL__SIZE"),
                 byKey.get("memory-pool.size"));
         assertEquals(new ConfigEntry("net-devices", "mlx5_0:1", "-Ducx4j.net-devices"), byKey.get("net-devices"));
         assertEquals(new ConfigEntry("max-frames", "10", "builder"), byKey.get("max-frames"));
         assertEquals(new ConfigEntry("connect-timeout", "5s", "default"), byKey.get("connect-timeout"));
         assertEquals(new ConfigEntry("progress-mode", "thread-blocking", "default"), byKey.get("progress-mode"));
-        assertEquals(new ConfigEntry("max-frame-size", "64 GiB (68719476736 bytes)", "default"), byKey.get("max-frame-size"));
+        assertEquals(
+                new ConfigEntry("max-frame-size", "64 GiB (68719476736 bytes)", "default"),
+                byKey.get("max-frame-size"));
         assertEquals(new ConfigEntry("environment.log-level", "info", file + ":5"), byKey.get("environment.log-level"));
         assertTrue(config.toString().contains("tcp = true  [" + file + ":3]"), config.toString());
     }
@@ -47,7 +70,11 @@ class UcxConfigProvenanceTest {
     @SuppressWarnings("unchecked")
     void jsonFriendlyForm() {
         Path file = yaml(dir, "ucx4j:\n  tcp: true\n  environment:\n    log-level: info\n");
-        UcxConfig config = TestConfigSources.build(UcxConfig.builder().set(ModuleKeysForTests.MEMORY_POOL_SIZE, 1L << 30).set(ModuleKeysForTests.AUTH_SECRET, "s3cret"), sources(Map.of(), Map.of(), List.of(file)));
+        UcxConfig config = TestConfigSources.build(
+                UcxConfig.builder()
+                        .set(ModuleKeysForTests.MEMORY_POOL_SIZE, 1L << 30)
+                        .set(ModuleKeysForTests.AUTH_SECRET, "s3cret"),
+                sources(Map.of(), Map.of(), List.of(file)));
         Map<String, Object> map = config.toMap();
         assertEquals(file.toString(), map.get("file"));
         Map<String, Object> keys = (Map<String, Object>) map.get("keys");

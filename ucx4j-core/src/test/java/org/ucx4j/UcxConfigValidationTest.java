@@ -54,7 +54,10 @@ class UcxConfigValidationTest {
 
     @Test
     void unknownUcx4jProperty() {
-        fails(() -> fromProps(Map.of("ucx4j.memory-pool.sizee", "1GB")), "'memory-pool.sizee'", "'1GB'",
+        fails(
+                () -> fromProps(Map.of("ucx4j.memory-pool.sizee", "1GB")),
+                "'memory-pool.sizee'",
+                "'1GB'",
                 "-Ducx4j.memory-pool.sizee");
     }
 
@@ -93,18 +96,23 @@ class UcxConfigValidationTest {
                 dataframe:
                   shuffle-compression: null
                 """);
-        UcxConfig config = TestConfigSources.build(UcxConfig.builder(), sources(Map.of(
-                "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING", "True",
-                "DASK_DISTRIBUTED_UCXX__SOMETHING_NEW", "1",
-                "DASK_UCX__REUSE_ENDPOINTS", "False",
-                "UCX4J_UCX_LIBRARY", "/opt/ucx/lib/libucp.so"), Map.of(), List.of(file)));
+        UcxConfig config = TestConfigSources.build(
+                UcxConfig.builder(),
+                sources(
+                        Map.of(
+                                "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING", "True",
+                                "DASK_DISTRIBUTED_UCXX__SOMETHING_NEW", "1",
+                                "DASK_UCX__REUSE_ENDPOINTS", "False",
+                                "UCX4J_UCX_LIBRARY", "/opt/ucx/lib/libucp.so"),
+                        Map.of(),
+                        List.of(file)));
         assertEquals(Optional.of(true), config.find(UcxKeys.TCP));
     }
 
     @Test
     void wrongTypeFromEnvironment() {
-        UcxConfigException e = fails(() -> fromEnv(Map.of("UCX4J__TCP", "maybe")),
-                "'maybe'", "'tcp'", "env UCX4J__TCP", "true or false");
+        UcxConfigException e = fails(
+                () -> fromEnv(Map.of("UCX4J__TCP", "maybe")), "'maybe'", "'tcp'", "env UCX4J__TCP", "true or false");
         assertEquals(Optional.of("maybe"), e.value());
     }
 
@@ -116,8 +124,11 @@ class UcxConfigValidationTest {
 
     @Test
     void wrongTypeFromDaskVariable() {
-        fails(() -> fromEnv(Map.of("DASK_DISTRIBUTED__RMM__POOL_SIZE", "lots")),
-                "'lots'", "'memory-pool.size'", "env DASK_DISTRIBUTED__RMM__POOL_SIZE");
+        fails(
+                () -> fromEnv(Map.of("DASK_DISTRIBUTED__RMM__POOL_SIZE", "lots")),
+                "'lots'",
+                "'memory-pool.size'",
+                "env DASK_DISTRIBUTED__RMM__POOL_SIZE");
     }
 
     @Test
@@ -130,13 +141,27 @@ class UcxConfigValidationTest {
     void negativeSize() {
         Path file = yaml(dir, "ucx4j:\n  memory-pool:\n    size: -1GB\n");
         fails(() -> fromFile(file), "'-1GB'", "'memory-pool.size'", file + ":3", "negative");
-        fails(() -> from(UcxConfig.builder().set(ModuleKeysForTests.MEMORY_POOL_SIZE, -5L)), "'-5'", "'memory-pool.size'", "builder", "negative");
-        fails(() -> fromProps(Map.of("ucx4j.max-frame-size", "-1")), "'-1'", "'max-frame-size'", "-Ducx4j.max-frame-size");
+        fails(
+                () -> from(UcxConfig.builder().set(ModuleKeysForTests.MEMORY_POOL_SIZE, -5L)),
+                "'-5'",
+                "'memory-pool.size'",
+                "builder",
+                "negative");
+        fails(
+                () -> fromProps(Map.of("ucx4j.max-frame-size", "-1")),
+                "'-1'",
+                "'max-frame-size'",
+                "-Ducx4j.max-frame-size");
     }
 
     @Test
     void badNumbersAndDurations() {
-        fails(() -> fromEnv(Map.of("UCX4J__MAX_FRAMES", "0")), "'0'", "'max-frames'", "env UCX4J__MAX_FRAMES", "at least 1");
+        fails(
+                () -> fromEnv(Map.of("UCX4J__MAX_FRAMES", "0")),
+                "'0'",
+                "'max-frames'",
+                "env UCX4J__MAX_FRAMES",
+                "at least 1");
         fails(() -> fromEnv(Map.of("UCX4J__CONNECT_TIMEOUT", "5 parsecs")), "'5 parsecs'", "'connect-timeout'");
         fails(() -> fromEnv(Map.of("UCX4J__CONNECT_TIMEOUT", "none")), "'connect-timeout'", "cannot be unset", "5s");
         fails(() -> fromEnv(Map.of("UCX4J__PROGRESS_MODE", "turbo")), "'turbo'", "'progress-mode'", "thread-blocking");
@@ -147,25 +172,36 @@ class UcxConfigValidationTest {
     @Test
     void rangesAreCheckedAtLoadNamingKeyValueAndSource() {
         // connect-timeout 0 used to load and fail at the first connection.
-        UcxConfigException e = fails(() -> fromEnv(Map.of("UCX4J__CONNECT_TIMEOUT", "0")),
+        UcxConfigException e = fails(
+                () -> fromEnv(Map.of("UCX4J__CONNECT_TIMEOUT", "0")),
                 "invalid value '0' for ucx4j config key 'connect-timeout' from env UCX4J__CONNECT_TIMEOUT",
                 "must be from 1ms to 1d");
         assertEquals(Optional.of("connect-timeout"), e.key());
         assertEquals(Optional.of("env UCX4J__CONNECT_TIMEOUT"), e.source());
         fails(() -> fromProps(Map.of("ucx4j.connect-timeout", "2d")), "'2d'", "-Ducx4j.connect-timeout", "1ms to 1d");
-        fails(() -> from(UcxConfig.builder().set(UcxKeys.CONNECT_TIMEOUT, java.time.Duration.ZERO)), "'0s'",
-                "'connect-timeout'", "builder", "1ms to 1d");
-        fails(() -> fromEnv(Map.of("DASK_DISTRIBUTED_UCXX__CONNECT_TIMEOUT", "0s")), "'connect-timeout'",
+        fails(
+                () -> from(UcxConfig.builder().set(UcxKeys.CONNECT_TIMEOUT, java.time.Duration.ZERO)),
+                "'0s'",
+                "'connect-timeout'",
+                "builder",
+                "1ms to 1d");
+        fails(
+                () -> fromEnv(Map.of("DASK_DISTRIBUTED_UCXX__CONNECT_TIMEOUT", "0s")),
+                "'connect-timeout'",
                 "env DASK_DISTRIBUTED_UCXX__CONNECT_TIMEOUT");
         fails(() -> fromEnv(Map.of("UCX4J__MAX_FRAME_SIZE", "0")), "'0'", "'max-frame-size'", "at least 1 byte");
-        assertEquals(java.time.Duration.ofMillis(1),
+        assertEquals(
+                java.time.Duration.ofMillis(1),
                 fromEnv(Map.of("UCX4J__CONNECT_TIMEOUT", "1ms")).get(UcxKeys.CONNECT_TIMEOUT));
     }
 
     @Test
     void maximumBelowInitialPoolSize() {
-        fails(() -> fromEnv(Map.of("UCX4J__MEMORY_POOL__SIZE", "2GB", "UCX4J__MEMORY_POOL__MAXIMUM_SIZE", "1GB")),
-                "'memory-pool.maximum-size'", "env UCX4J__MEMORY_POOL__MAXIMUM_SIZE", "env UCX4J__MEMORY_POOL__SIZE");
+        fails(
+                () -> fromEnv(Map.of("UCX4J__MEMORY_POOL__SIZE", "2GB", "UCX4J__MEMORY_POOL__MAXIMUM_SIZE", "1GB")),
+                "'memory-pool.maximum-size'",
+                "env UCX4J__MEMORY_POOL__MAXIMUM_SIZE",
+                "env UCX4J__MEMORY_POOL__SIZE");
     }
 
     @Test
@@ -196,33 +232,51 @@ class UcxConfigValidationTest {
         Path nested = yaml(dir, "ucx4j:\n  environment:\n    log:\n      level: info\n");
         fails(() -> fromFile(nested), "'environment.log'", nested + ":3");
         fails(() -> fromEnv(Map.of("UCX4J__ENVIRONMENT", "x")), "'environment'", "env UCX4J__ENVIRONMENT");
-        fails(() -> fromEnv(Map.of("UCX4J__ENVIRONMENT__BAD$NAME", "x")), "'environment.bad$name'", "env UCX4J__ENVIRONMENT__BAD$NAME");
+        fails(
+                () -> fromEnv(Map.of("UCX4J__ENVIRONMENT__BAD$NAME", "x")),
+                "'environment.bad$name'",
+                "env UCX4J__ENVIRONMENT__BAD$NAME");
     }
 
     @Test
     void sameKeyTwiceInOneSource() {
-        fails(() -> fromEnv(Map.of("UCX4J__TCP", "true", "ucx4j__tcp", "false")), "'tcp'", "set twice",
-                "env UCX4J__TCP", "env ucx4j__tcp");
+        fails(
+                () -> fromEnv(Map.of("UCX4J__TCP", "true", "ucx4j__tcp", "false")),
+                "'tcp'",
+                "set twice",
+                "env UCX4J__TCP",
+                "env ucx4j__tcp");
         Path file = yaml(dir, "ucx4j:\n  memory-pool.size: 1GB\n  memory-pool:\n    size: 2GB\n");
         fails(() -> fromFile(file), "'memory-pool.size'", "set twice", file + ":2", file + ":4");
     }
 
     @Test
     void missingExplicitConfigFile() {
-        fails(() -> TestConfigSources.build(UcxConfig.builder(), sources(Map.of("UCX4J_CONFIG", "/nonexistent/ucx4j.yaml"), Map.of(), List.of())),
-                "/nonexistent/ucx4j.yaml", "env UCX4J_CONFIG", "does not exist");
+        fails(
+                () -> TestConfigSources.build(
+                        UcxConfig.builder(),
+                        sources(Map.of("UCX4J_CONFIG", "/nonexistent/ucx4j.yaml"), Map.of(), List.of())),
+                "/nonexistent/ucx4j.yaml",
+                "env UCX4J_CONFIG",
+                "does not exist");
     }
 
     @Test
     void secretsAreNeverEchoed() {
         // Every string is a valid secret; check the display paths instead.
-        UcxConfig config = from(UcxConfig.builder().set(ModuleKeysForTests.AUTH_SECRET, "hunter2").set(ModuleKeysForTests.AUTH_SECRET_FILE, "/run/secret"));
+        UcxConfig config = from(UcxConfig.builder()
+                .set(ModuleKeysForTests.AUTH_SECRET, "hunter2")
+                .set(ModuleKeysForTests.AUTH_SECRET_FILE, "/run/secret"));
         assertEquals(Optional.of("hunter2"), config.find(ModuleKeysForTests.AUTH_SECRET));
         assertFalse(config.toString().contains("hunter2"), config.toString());
         assertFalse(config.toMap().toString().contains("hunter2"));
         assertTrue(config.entries().contains(new ConfigEntry("auth.secret", "(set)", "builder")));
         assertTrue(config.entries().contains(new ConfigEntry("auth.secret-file", "/run/secret", "builder")));
-        UcxConfigException e = fails(() -> from(UcxConfig.builder().set(ModuleKeysForTests.AUTH_SECRET, "   ")), "'auth.secret'", "builder", "(secret)");
+        UcxConfigException e = fails(
+                () -> from(UcxConfig.builder().set(ModuleKeysForTests.AUTH_SECRET, "   ")),
+                "'auth.secret'",
+                "builder",
+                "(secret)");
         assertEquals(Optional.empty(), e.value());
         assertEquals(Optional.of("auth.secret"), e.key());
     }
@@ -230,7 +284,11 @@ class UcxConfigValidationTest {
     @Test
     void anErrorInALosingSourceIsStillReported() {
         Path file = yaml(dir, "ucx4j:\n  tcp: maybe\n");
-        fails(() -> TestConfigSources.build(UcxConfig.builder().set(UcxKeys.TCP, true), sources(Map.of(), Map.of(), List.of(file))), "'maybe'", file + ":2");
+        fails(
+                () -> TestConfigSources.build(
+                        UcxConfig.builder().set(UcxKeys.TCP, true), sources(Map.of(), Map.of(), List.of(file))),
+                "'maybe'",
+                file + ":2");
     }
 
     @Test

@@ -89,7 +89,8 @@ class UcxStatusTest {
         assertTrue(m.contains("UCS_ERR_CONNECTION_RESET"), m);
         assertTrue(m.contains("peer 10.0.0.1:1234"), m);
 
-        String noDetail = UcxException.of("ucp_worker_create", UcxStatus.INVALID_PARAM.code(), null).getMessage();
+        String noDetail = UcxException.of("ucp_worker_create", UcxStatus.INVALID_PARAM.code(), null)
+                .getMessage();
         assertTrue(noDetail.contains("ucp_worker_create") && noDetail.contains("UCS_ERR_INVALID_PARAM"), noDetail);
         assertFalse(noDetail.contains("null"), noDetail);
 

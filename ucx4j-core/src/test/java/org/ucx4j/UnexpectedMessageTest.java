@@ -19,14 +19,17 @@ class UnexpectedMessageTest {
     @Test
     void receivePostedAfterArrivalReportsTagAndLength() throws Exception {
         Requirements.assumeUcx();
-        try (UcxContext ctx = UcxContext.create(); UcxWorker server = ctx.newWorker(); UcxWorker client = ctx.newWorker()) {
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker server = ctx.newWorker();
+                UcxWorker client = ctx.newWorker()) {
             UcxEndpoint c = Loopback.connect(server, client).client();
             for (int i = 1; i <= 5; i++) {
                 c.tagSend(new byte[i * 10], (42L << 32) | i);
             }
             c.flush();
             // All five wait in UCX's unexpected queue before any receive is posted.
-            await("all five messages unexpected at the server").atMost(Duration.ofSeconds(20))
+            await("all five messages unexpected at the server")
+                    .atMost(Duration.ofSeconds(20))
                     .pollInterval(Duration.ofMillis(10))
                     .until(() -> IntStream.rangeClosed(1, 5)
                             .allMatch(i -> server.tagProbe((42L << 32) | i, -1L).isPresent()));

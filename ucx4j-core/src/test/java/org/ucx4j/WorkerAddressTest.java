@@ -31,7 +31,8 @@ class WorkerAddressTest {
         WorkerAddress a = WorkerAddress.of(new byte[] {1, 2, 3, (byte) 0xff});
         assertEquals(a, WorkerAddress.parse(a.toString()));
         assertEquals(4, a.length());
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> WorkerAddress.parse("not base64!"));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> WorkerAddress.parse("not base64!"));
         assertTrue(e.getMessage().contains("worker address"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> WorkerAddress.of(new byte[0]));
     }
@@ -40,7 +41,9 @@ class WorkerAddressTest {
     @Test
     void twoWorkersInOneProcessConnectByAddress() {
         Requirements.assumeUcx();
-        try (UcxContext ctx = UcxContext.create(); UcxWorker a = ctx.newWorker(); UcxWorker b = ctx.newWorker()) {
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker a = ctx.newWorker();
+                UcxWorker b = ctx.newWorker()) {
             WorkerAddress address = a.address();
             assertTrue(address.length() > 0);
             try (UcxEndpoint ep = b.connect(address)) {
@@ -58,8 +61,9 @@ class WorkerAddressTest {
         Requirements.assumeUcx();
         Path file = dir.resolve("server.address");
         try (RunningJvm server = PeerMain.start(Map.of(), "address-server", file.toString());
-             UcxContext ctx = UcxContext.create(); UcxWorker worker = ctx.newWorker();
-             Arena arena = Arena.ofShared()) {
+                UcxContext ctx = UcxContext.create();
+                UcxWorker worker = ctx.newWorker();
+                Arena arena = Arena.ofShared()) {
             server.awaitLine("ADDRESS-WRITTEN", Duration.ofSeconds(30));
             WorkerAddress serverAddress = WorkerAddress.parse(Files.readString(file));
             UcxEndpoint ep = worker.connect(serverAddress);

@@ -2,13 +2,13 @@ package org.ucx4j.cli;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import org.ucx4j.MemoryKind;
 import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
 import org.ucx4j.AmAllocator;
 import org.ucx4j.AmHandler;
 import org.ucx4j.AmMessage;
 import org.ucx4j.AmSendMode;
+import org.ucx4j.MemoryKind;
 import org.ucx4j.UcxEndpoint;
 import org.ucx4j.UcxWorker;
 
@@ -121,13 +121,15 @@ final class AmPath implements MessagePath, AmAllocator, AmHandler {
     /** Completes a receive with a message, copying the body unless it already landed in the buffer. */
     private static void deliver(AmMessage message, Posted target) {
         if (message.id() != id(target.kind())) {
-            target.received().completeExceptionally(new IllegalStateException(
-                    "active message id " + message.id() + " arrived where " + target.kind() + " was expected"));
+            target.received()
+                    .completeExceptionally(new IllegalStateException(
+                            "active message id " + message.id() + " arrived where " + target.kind() + " was expected"));
             return;
         }
         if (message.length() > target.buffer().byteSize()) {
-            target.received().completeExceptionally(new IllegalStateException(
-                    "active message of " + message.length() + " bytes for a " + target.buffer().byteSize() + "-byte buffer"));
+            target.received()
+                    .completeExceptionally(new IllegalStateException("active message of " + message.length()
+                            + " bytes for a " + target.buffer().byteSize() + "-byte buffer"));
             return;
         }
         message.data().whenComplete((body, failure) -> {

@@ -62,9 +62,12 @@ final class BenchClient {
      * @return the result
      */
     BenchResult run(String host, int port, BenchSettings run) {
-        try (UcxSession session = UcxSession.open("ucx4j-bench-client", progress, config,
-                EnumSet.of(Feature.TAG, run.op().feature()));
-             Arena arena = Arena.ofShared()) {
+        try (UcxSession session = UcxSession.open(
+                        "ucx4j-bench-client",
+                        progress,
+                        config,
+                        EnumSet.of(Feature.TAG, run.op().feature()));
+                Arena arena = Arena.ofShared()) {
             List<String> transports = session.context().transports();
             UcxEndpoint ep = session.worker().connect(host, port);
             MessagePath path = run.op().oneSided() ? null : MessagePath.of(run.op(), ep);
@@ -77,8 +80,8 @@ final class BenchClient {
                 }
             });
             Measured m;
-            try (ProgressBar bar = ProgressBar.start(run.total(), run.perftestName() + " " + run.size() + " B",
-                    progressBar)) {
+            try (ProgressBar bar =
+                    ProgressBar.start(run.total(), run.perftestName() + " " + run.size() + " B", progressBar)) {
                 m = measure(ep, path, control, run, bar);
             }
             sayBye(ep, control, arena);
@@ -91,16 +94,18 @@ final class BenchClient {
      * One run on a connected endpoint: tells the server, waits for it to be ready, measures. The run's
      * buffers live in an arena of its own, so repeated warm-up runs do not pile them up.
      */
-    private static Measured measure(UcxEndpoint ep, MessagePath path, MemorySegment control, BenchSettings run,
-            ProgressBar bar) {
+    private static Measured measure(
+            UcxEndpoint ep, MessagePath path, MemorySegment control, BenchSettings run, ProgressBar bar) {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment ready = arena.allocate(BenchProtocol.MAX_READY_SIZE, 8);
             UcxFuture<TagInfo> readied = ep.tagRecvAsync(ready, BenchProtocol.READY, BenchProtocol.ALL_BITS);
             BenchProtocol.writeControl(control, run);
             ep.tagSend(control, BenchProtocol.CONTROL);
-            long readyLength = ep.worker().await(readied, Duration.ofSeconds(60)).length();
+            long readyLength =
+                    ep.worker().await(readied, Duration.ofSeconds(60)).length();
             RemoteKey key = run.op().oneSided()
-                    ? ep.unpackRemoteKey(ready.asSlice(0, readyLength).toArray(ValueLayout.JAVA_BYTE)) : null;
+                    ? ep.unpackRemoteKey(ready.asSlice(0, readyLength).toArray(ValueLayout.JAVA_BYTE))
+                    : null;
             Target target = new Target(ep, path, key);
             try {
                 if (run.mode() == BenchMode.LATENCY) {
@@ -163,7 +168,8 @@ final class BenchClient {
                     long length = worker.await(pong);
                     worker.await(ping);
                     if (length != run.size()) {
-                        throw new IllegalStateException("pong " + i + " has " + length + " bytes, expected " + run.size());
+                        throw new IllegalStateException(
+                                "pong " + i + " has " + length + " bytes, expected " + run.size());
                     }
                 }
             }
@@ -173,7 +179,7 @@ final class BenchClient {
             }
             if (verify) {
                 switch (run.op()) {
-                    case PUT -> { } // checked by the server at the end
+                    case PUT -> {} // checked by the server at the end
                     case GET -> memory.verify(recv, BenchServer.GET_SEED, "get " + i);
                     default -> memory.verify(recv, i + 1, "pong of round trip " + i);
                 }
@@ -215,8 +221,17 @@ final class BenchClient {
      * the last put of a phase can be checked: the warm-up ends with the "first" pattern, the measured phase
      * with the "last" one, and a fence before that put keeps earlier puts from landing after it.
      */
-    private static long phase(Target t, BenchSettings run, Buffers buffers, MemorySegment ack, Arena arena, long n,
-                              boolean verifyFirst, boolean verifyLast, ProgressBar bar, String what) {
+    private static long phase(
+            Target t,
+            BenchSettings run,
+            Buffers buffers,
+            MemorySegment ack,
+            Arena arena,
+            long n,
+            boolean verifyFirst,
+            boolean verifyLast,
+            ProgressBar bar,
+            String what) {
         UcxWorker worker = t.worker();
         BenchOp op = run.op();
         UcxFuture<TagInfo> acked = null;
@@ -234,19 +249,24 @@ final class BenchClient {
             if (inflight.size() == run.window()) {
                 worker.await(inflight.poll());
             }
-            CompletableFuture<?> started = switch (op) {
-                case PUT -> {
-                    MemorySegment source = buffers.bulk();
-                    if (k == n - 1) {
-                        source = warmup ? buffers.first() : buffers.last();
-                        worker.fence();
-                    }
-                    yield t.ep().putAsync(source, t.key(), 0);
-                }
-                case GET -> t.ep().getAsync(buffers.of(BenchProtocol.slot(k, n, verifyFirst, verifyLast)), t.key(), 0);
-                default -> t.path().send(buffers.of(BenchProtocol.slot(k, n, verifyFirst, verifyLast)),
-                        MessagePath.Kind.DATA);
-            };
+            CompletableFuture<?> started =
+                    switch (op) {
+                        case PUT -> {
+                            MemorySegment source = buffers.bulk();
+                            if (k == n - 1) {
+                                source = warmup ? buffers.first() : buffers.last();
+                                worker.fence();
+                            }
+                            yield t.ep().putAsync(source, t.key(), 0);
+                        }
+                        case GET ->
+                            t.ep().getAsync(buffers.of(BenchProtocol.slot(k, n, verifyFirst, verifyLast)), t.key(), 0);
+                        default ->
+                            t.path()
+                                    .send(
+                                            buffers.of(BenchProtocol.slot(k, n, verifyFirst, verifyLast)),
+                                            MessagePath.Kind.DATA);
+                    };
             inflight.add(started);
             bar.step();
         }
@@ -263,10 +283,12 @@ final class BenchClient {
             case GET -> {
                 long end = System.nanoTime();
                 if (verifyFirst) {
-                    BenchMemory.current().verify(buffers.first(), BenchServer.GET_SEED, "first get of the " + what + " phase");
+                    BenchMemory.current()
+                            .verify(buffers.first(), BenchServer.GET_SEED, "first get of the " + what + " phase");
                 }
                 if (verifyLast) {
-                    BenchMemory.current().verify(buffers.last(), BenchServer.GET_SEED, "last get of the " + what + " phase");
+                    BenchMemory.current()
+                            .verify(buffers.last(), BenchServer.GET_SEED, "last get of the " + what + " phase");
                 }
                 endOneSidedPhase(t, arena, 0, what);
                 return end;
@@ -278,7 +300,8 @@ final class BenchClient {
                 ack.set(ValueLayout.JAVA_BYTE, 0, (byte) 0);
                 t.ep().tagRecv(ack, BenchProtocol.ACK, BenchProtocol.ALL_BITS);
                 if (ack.get(ValueLayout.JAVA_BYTE, 0) != 1) {
-                    throw new IllegalStateException("the server found the " + what + " data corrupted (first or last message)");
+                    throw new IllegalStateException(
+                            "the server found the " + what + " data corrupted (first or last message)");
                 }
                 return end;
             }

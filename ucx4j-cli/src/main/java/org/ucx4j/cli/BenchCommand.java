@@ -5,15 +5,15 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import org.ucx4j.ByteSize;
+import org.ucx4j.MemoryKind;
 import org.ucx4j.ProgressMode;
 import org.ucx4j.Ucx;
 import org.ucx4j.UcxConfig;
 import org.ucx4j.UcxKeys;
+import org.ucx4j.cuda.Cuda;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import org.ucx4j.MemoryKind;
-import org.ucx4j.cuda.Cuda;
 
 /**
  * {@code ucx4j bench}: latency, bandwidth or message rate of one operation (tag, stream, active message,
@@ -22,7 +22,10 @@ import org.ucx4j.cuda.Cuda;
  * the command's first name, is an alias. With {@code --comm ucx|tcp|inproc} it measures whole messages
  * over a ucx4j-comm transport instead ({@link CommBench}).
  */
-@Command(name = "bench", aliases = "pingpong", mixinStandardHelpOptions = true,
+@Command(
+        name = "bench",
+        aliases = "pingpong",
+        mixinStandardHelpOptions = true,
         description = {
             "Two-process benchmark of one operation, in ucx_perftest's units: one-way latency (half a round trip, usec),",
             "bandwidth (MB/s, MB = 2^20 bytes), message rate (msg/s).",
@@ -31,78 +34,118 @@ import org.ucx4j.cuda.Cuda;
             "'pingpong' is an alias."
         })
 final class BenchCommand implements Callable<Integer> {
-    @Option(names = "--comm", paramLabel = "ucx|tcp|inproc",
+    @Option(
+            names = "--comm",
+            paramLabel = "ucx|tcp|inproc",
             description = "Benchmark a ucx4j-comm transport instead of one UCX operation (excludes --op): latency is a "
                     + "ping-pong of one message of --frames frames of --size bytes, echoed by the server; bandwidth streams "
                     + "such messages with a window of writes in flight. inproc runs both ends in this JVM.")
     private CommKind comm;
 
-    @Option(names = "--frames", paramLabel = "F",
+    @Option(
+            names = "--frames",
+            paramLabel = "F",
             description = "With --comm: frames per message, each of --size bytes (default: 1).")
     private Integer frames;
 
-    @Option(names = "--op", paramLabel = "tag|stream|am|put|get",
-            description = "The operation (default: tag). Put/get: the server allocates a region of --size bytes and sends "
-                    + "its remote key; put latency is a put and a flush, get latency one get. With --server: serve only this "
-                    + "operation (default: any).")
+    @Option(
+            names = "--op",
+            paramLabel = "tag|stream|am|put|get",
+            description =
+                    "The operation (default: tag). Put/get: the server allocates a region of --size bytes and sends "
+                            + "its remote key; put latency is a put and a flush, get latency one get. With --server: serve only this "
+                            + "operation (default: any).")
     private BenchOp op;
 
-    @Option(names = "--mode", paramLabel = "latency|bandwidth|rate", defaultValue = "latency",
+    @Option(
+            names = "--mode",
+            paramLabel = "latency|bandwidth|rate",
+            defaultValue = "latency",
             description = "latency: ping-pong; bandwidth: a window of --size operations in flight, then completion; "
                     + "rate: the same, reported as messages per second (default: ${DEFAULT-VALUE}).")
     private BenchMode mode;
 
-    @Option(names = {"-s", "--size"}, paramLabel = "BYTES", defaultValue = "8", converter = SizeConverter.class,
+    @Option(
+            names = {"-s", "--size"},
+            paramLabel = "BYTES",
+            defaultValue = "8",
+            converter = SizeConverter.class,
             description = "Message size (with --comm: the size of each frame): bytes, or with a unit as in the "
                     + "configuration: SI units are powers of 10 (64kB, 64MB = 64,000,000), IEC units powers of 2 "
                     + "(64Ki, 64MiB = 67,108,864) (default: ${DEFAULT-VALUE}).")
     private long size;
 
-    @Option(names = {"-n", "--iters"}, paramLabel = "N",
-            description = "Measured operations (latency: round trips). Default: 10000 for latency; for bandwidth about 4 GiB "
-                    + "worth (10..100000); 100000 for rate.")
+    @Option(
+            names = {"-n", "--iters"},
+            paramLabel = "N",
+            description =
+                    "Measured operations (latency: round trips). Default: 10000 for latency; for bandwidth about 4 GiB "
+                            + "worth (10..100000); 100000 for rate.")
     private Long iterations;
 
-    @Option(names = {"-w", "--warmup"}, paramLabel = "N",
+    @Option(
+            names = {"-w", "--warmup"},
+            paramLabel = "N",
             description = "Warm-up operations, not measured. Default as ucx_perftest: iterations/10, at most 10000.")
     private Long warmup;
 
     @Option(names = "--warmup-time", paramLabel = "SECONDS", description = BenchSettings.WARMUP_TIME_HELP)
     private double warmupTime = BenchSettings.DEFAULT_WARMUP_SECONDS;
 
-    @Option(names = "--window", paramLabel = "N",
+    @Option(
+            names = "--window",
+            paramLabel = "N",
             description = "Bandwidth and rate: operations (--comm: message writes) in flight at once (default: 16 for "
                     + "bandwidth, 128 for rate).")
     private Integer window;
 
-    @Option(names = "--progress", paramLabel = "MODE",
-            description = "Progress mode: thread-blocking, thread-polling or caller (default: the ucx4j configuration's progress-mode).")
+    @Option(
+            names = "--progress",
+            paramLabel = "MODE",
+            description =
+                    "Progress mode: thread-blocking, thread-polling or caller (default: the ucx4j configuration's progress-mode).")
     private String progressMode;
 
-    @Option(names = "--server", description = "Run the server: listen, print 'PORT <n>' on stdout, serve one client, exit.")
+    @Option(
+            names = "--server",
+            description = "Run the server: listen, print 'PORT <n>' on stdout, serve one client, exit.")
     private boolean server;
 
-    @Option(names = {"-p", "--port"}, paramLabel = "PORT", defaultValue = "0",
+    @Option(
+            names = {"-p", "--port"},
+            paramLabel = "PORT",
+            defaultValue = "0",
             description = "Server: the port to listen on (default: any free port).")
     private int port;
 
-    @Option(names = "--connect", paramLabel = "HOST:PORT", converter = HostPort.Converter.class,
+    @Option(
+            names = "--connect",
+            paramLabel = "HOST:PORT",
+            converter = HostPort.Converter.class,
             description = "Run the client against a server started with --server.")
     private HostPort connect;
 
     @CommandLine.Mixin
     private OutputOptions output = new OutputOptions();
 
-    @Option(names = "--memory", paramLabel = "host|cuda", defaultValue = "host",
+    @Option(
+            names = "--memory",
+            paramLabel = "host|cuda",
+            defaultValue = "host",
             description = "Where both sides' buffers live (default: host). cuda: GPU memory from a pool on --gpu "
                     + "(the server on --peer-gpu); UCX moves it with cuda_copy/cuda_ipc.")
     private String memory;
 
-    @Option(names = "--gpu", paramLabel = "N", defaultValue = "0",
+    @Option(
+            names = "--gpu",
+            paramLabel = "N",
+            defaultValue = "0",
             description = "With --memory cuda: this process's GPU (CUDA ordinal; default 0).")
     private int gpu;
 
-    @Option(names = "--peer-gpu", paramLabel = "N",
+    @Option(
+            names = "--peer-gpu",
+            paramLabel = "N",
             description = "With --memory cuda: the GPU of the server this command starts (default: --gpu).")
     private Integer peerGpu;
 
@@ -117,18 +160,21 @@ final class BenchCommand implements Callable<Integer> {
         if (server && connect != null) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--server and --connect exclude each other");
         }
-        MemoryKind kind = switch (memory.trim().toLowerCase(java.util.Locale.ROOT)) {
-            case "host" -> MemoryKind.HOST;
-            case "cuda" -> MemoryKind.CUDA;
-            default -> throw new CommandLine.ParameterException(spec.commandLine(),
-                    "--memory is host or cuda, not '" + memory + "'");
-        };
+        MemoryKind kind =
+                switch (memory.trim().toLowerCase(java.util.Locale.ROOT)) {
+                    case "host" -> MemoryKind.HOST;
+                    case "cuda" -> MemoryKind.CUDA;
+                    default ->
+                        throw new CommandLine.ParameterException(
+                                spec.commandLine(), "--memory is host or cuda, not '" + memory + "'");
+                };
         if (kind == MemoryKind.CUDA && !Cuda.isAvailable()) {
             System.err.println("--memory cuda: " + Cuda.unavailabilityReason().orElse("CUDA is not available"));
             return Main.EXIT_UCX_UNAVAILABLE;
         }
         if (gpu < 0 || (peerGpu != null && peerGpu < 0)) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--gpu and --peer-gpu are CUDA ordinals (0 or more)");
+            throw new CommandLine.ParameterException(
+                    spec.commandLine(), "--gpu and --peer-gpu are CUDA ordinals (0 or more)");
         }
         BenchMemory.use(kind, gpu, peerGpu == null ? gpu : peerGpu);
         if (comm != null) {
@@ -136,8 +182,9 @@ final class BenchCommand implements Callable<Integer> {
                     .call(comm, commSettings(), warmupNanos(), server, port, connect, exitWithParent);
         }
         if (frames != null) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--frames goes with --comm (messages of several "
-                    + "frames); --op sends one buffer");
+            throw new CommandLine.ParameterException(
+                    spec.commandLine(),
+                    "--frames goes with --comm (messages of several " + "frames); --op sends one buffer");
         }
         UcxConfig config = UcxConfig.load();
         ProgressMode progress = progressMode == null ? config.get(UcxKeys.PROGRESS_MODE) : parseProgress(progressMode);
@@ -147,7 +194,8 @@ final class BenchCommand implements Callable<Integer> {
         }
         if (server) {
             if (exitWithParent) {
-                ProcessHandle.current().parent().ifPresent(p -> p.onExit().thenRun(() -> Runtime.getRuntime().halt(3)));
+                ProcessHandle.current().parent().ifPresent(p -> p.onExit()
+                        .thenRun(() -> Runtime.getRuntime().halt(3)));
             }
             new BenchServer(progress, config, System.out, op).serve(port);
             return 0;
@@ -158,8 +206,15 @@ final class BenchCommand implements Callable<Integer> {
         if (connect != null) {
             result = client.run(connect.host(), connect.port(), run);
         } else {
-            List<String> serverArgs = new ArrayList<>(List.of("--server", "--port", "0", "--exit-with-parent",
-                    "--progress", progress.configName(), "--op", run.op().label()));
+            List<String> serverArgs = new ArrayList<>(List.of(
+                    "--server",
+                    "--port",
+                    "0",
+                    "--exit-with-parent",
+                    "--progress",
+                    progress.configName(),
+                    "--op",
+                    run.op().label()));
             try (PeerLauncher peer = PeerLauncher.start(serverArgs)) {
                 int serverPort = peer.awaitPort(Duration.ofSeconds(60));
                 result = client.run("127.0.0.1", serverPort, run);
@@ -193,18 +248,23 @@ final class BenchCommand implements Callable<Integer> {
     CommBenchSettings commSettings() {
         CommandLine cl = spec.commandLine();
         if (op != null) {
-            throw new CommandLine.ParameterException(cl, "--comm and --op exclude each other: --op measures one UCX "
-                    + "operation, --comm whole messages over a ucx4j-comm transport");
+            throw new CommandLine.ParameterException(
+                    cl,
+                    "--comm and --op exclude each other: --op measures one UCX "
+                            + "operation, --comm whole messages over a ucx4j-comm transport");
         }
         if (progressMode != null) {
-            throw new CommandLine.ParameterException(cl, "--progress does not go with --comm: set the configuration's "
-                    + "progress-mode instead (UCX4J__PROGRESS_MODE=thread-polling)");
+            throw new CommandLine.ParameterException(
+                    cl,
+                    "--progress does not go with --comm: set the configuration's "
+                            + "progress-mode instead (UCX4J__PROGRESS_MODE=thread-polling)");
         }
         if (mode == BenchMode.RATE) {
             throw new CommandLine.ParameterException(cl, "--comm measures --mode latency or bandwidth, not rate");
         }
         if (comm == CommKind.INPROC && (server || connect != null)) {
-            throw new CommandLine.ParameterException(cl, "--comm inproc runs both ends in this JVM: no --server or --connect");
+            throw new CommandLine.ParameterException(
+                    cl, "--comm inproc runs both ends in this JVM: no --server or --connect");
         }
         int f = frames == null ? 1 : frames;
         long messageBytes;
@@ -226,8 +286,8 @@ final class BenchCommand implements Callable<Integer> {
     /** {@code --warmup-time} in nanoseconds; a usage error when negative or absurd. */
     long warmupNanos() {
         if (!(warmupTime >= 0 && warmupTime <= 3600)) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--warmup-time must be 0..3600 seconds: "
-                    + warmupTime);
+            throw new CommandLine.ParameterException(
+                    spec.commandLine(), "--warmup-time must be 0..3600 seconds: " + warmupTime);
         }
         return (long) (warmupTime * 1e9);
     }

@@ -52,7 +52,8 @@ final class BenchMemory {
 
     /** The options that give a server this process starts the same memory (on the peer's GPU). */
     java.util.List<String> peerArgs() {
-        return kind == MemoryKind.HOST ? java.util.List.of()
+        return kind == MemoryKind.HOST
+                ? java.util.List.of()
                 : java.util.List.of("--memory", "cuda", "--gpu", Integer.toString(peerGpu));
     }
 

@@ -42,6 +42,7 @@ final class BenchProtocol {
     static final int CONTROL_SIZE = 48;
     /** The largest READY message: a packed remote key is far smaller. */
     static final int MAX_READY_SIZE = 64 * 1024;
+
     static final int KIND_BYE = 0;
     static final int KIND_RUN = 1;
     private static final int MAGIC = 0x55434A34; // "UCJ4"
@@ -114,7 +115,11 @@ final class BenchProtocol {
     }
 
     /** Which buffer message {@code k} of a bandwidth phase of {@code n} messages uses. */
-    enum Slot { FIRST, LAST, BULK }
+    enum Slot {
+        FIRST,
+        LAST,
+        BULK
+    }
 
     /**
      * Chooses the buffer for a bandwidth message; both sides use the same rule so that the verified

@@ -20,8 +20,13 @@ import org.ucx4j.ProgressMode;
  * @param ucxVersion the UCX version
  * @param transports the transports the client's context uses
  */
-record BenchResult(BenchSettings settings, ProgressMode progress, double seconds, LatencyStats latency,
-                      String ucxVersion, List<String> transports) {
+record BenchResult(
+        BenchSettings settings,
+        ProgressMode progress,
+        double seconds,
+        LatencyStats latency,
+        String ucxVersion,
+        List<String> transports) {
     private static final double MIB = 1024.0 * 1024.0;
 
     /** Messages per second (latency mode: one-way messages, 2 per round trip). */
@@ -62,19 +67,29 @@ record BenchResult(BenchSettings settings, ProgressMode progress, double seconds
 
     /** Prints a small table and the units. */
     void printTable(PrintStream out) {
-        out.printf("ucx4j bench: UCX %s, progress %s, transports %s%s%n", ucxVersion, progress.configName(),
+        out.printf(
+                "ucx4j bench: UCX %s, progress %s, transports %s%s%n",
+                ucxVersion,
+                progress.configName(),
                 String.join(",", transports),
                 System.getenv("UCX_TLS") == null ? "" : " (UCX_TLS=" + System.getenv("UCX_TLS") + ")");
         String format = "| %-6s | %-9s | %12s | %10s | %10s | %10s | %10s | %12s | %12s |%n";
-        String rule = "+--------+-----------+--------------+------------+------------+------------+------------+--------------+--------------+";
+        String rule =
+                "+--------+-----------+--------------+------------+------------+------------+------------+--------------+--------------+";
         out.println(rule);
         out.printf(format, "op", "mode", "size (B)", "iterations", "lat p50", "lat p99", "lat avg", "MB/s", "msg/s");
         out.println(rule);
-        out.printf(format, settings.op().label(), settings.mode().label(), settings.size(), settings.iterations(),
+        out.printf(
+                format,
+                settings.op().label(),
+                settings.mode().label(),
+                settings.size(),
+                settings.iterations(),
                 latency == null ? "-" : fmt(latency.oneWayMicros(50), 3),
                 latency == null ? "-" : fmt(latency.oneWayMicros(99), 3),
                 latency == null ? "-" : fmt(latency.meanOneWayMicros(), 3),
-                fmt(bandwidthMiBps(), 2), String.valueOf(Math.round(messageRate())));
+                fmt(bandwidthMiBps(), 2),
+                String.valueOf(Math.round(messageRate())));
         out.println(rule);
         out.println("latency: one-way (half a round trip" + roundTripNote() + "), usec; MB/s: 2^20 bytes per second; "
                 + settings.warmup() + " warm-up operations not counted; " + fmt(seconds, 3) + " s measured"

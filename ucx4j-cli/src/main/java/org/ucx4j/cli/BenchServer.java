@@ -50,7 +50,8 @@ final class BenchServer {
         this.progress = progress;
         this.config = config;
         this.out = out;
-        this.features = op == null ? EnumSet.of(Feature.TAG, Feature.STREAM, Feature.AM, Feature.RMA)
+        this.features = op == null
+                ? EnumSet.of(Feature.TAG, Feature.STREAM, Feature.AM, Feature.RMA)
                 : EnumSet.of(Feature.TAG, op.feature());
     }
 
@@ -138,8 +139,15 @@ final class BenchServer {
     }
 
     /** One bandwidth phase: a window of posted receives, then the verdict on the verified messages. */
-    private static void receive(UcxEndpoint ep, MessagePath path, BenchSettings run, Buffers buffers, MemorySegment ack,
-                                long n, boolean verifyFirst, boolean verifyLast) {
+    private static void receive(
+            UcxEndpoint ep,
+            MessagePath path,
+            BenchSettings run,
+            Buffers buffers,
+            MemorySegment ack,
+            long n,
+            boolean verifyFirst,
+            boolean verifyLast) {
         UcxWorker worker = ep.worker();
         BenchMemory memory = BenchMemory.current();
         if (verifyFirst) {
@@ -181,8 +189,8 @@ final class BenchServer {
     private static void serveRegion(UcxEndpoint ep, UcxSession session, BenchSettings run, MemorySegment ack) {
         BenchMemory mem = BenchMemory.current();
         try (Arena regionArena = Arena.ofShared();
-             MemoryRegion region = mem.region(session.context(), regionArena, run.size());
-             Arena arena = Arena.ofConfined()) {
+                MemoryRegion region = mem.region(session.context(), regionArena, run.size());
+                Arena arena = Arena.ofConfined()) {
             // UCX may allocate more than asked (a page at least): use the run's bytes only.
             MemorySegment memory = region.segment().asSlice(0, run.size());
             if (run.op() == BenchOp.GET) {

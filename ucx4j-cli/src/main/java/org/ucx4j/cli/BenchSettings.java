@@ -36,8 +36,8 @@ record BenchSettings(BenchOp op, BenchMode mode, long size, long iterations, lon
             throw new IllegalArgumentException("window must be 1.." + MAX_WINDOW + ": " + window);
         }
         if (mode == BenchMode.LATENCY && iterations > Integer.MAX_VALUE - 8) {
-            throw new IllegalArgumentException("latency mode keeps one sample per round trip: at most "
-                    + (Integer.MAX_VALUE - 8) + " iterations");
+            throw new IllegalArgumentException(
+                    "latency mode keeps one sample per round trip: at most " + (Integer.MAX_VALUE - 8) + " iterations");
         }
     }
 
@@ -150,7 +150,8 @@ record BenchSettings(BenchOp op, BenchMode mode, long size, long iterations, lon
      */
     BenchSettings forWarmUp() {
         long bytes = Math.max(1, size);
-        long n = mode == BenchMode.LATENCY ? Math.clamp((64L << 20) / bytes, 1, 2000)
+        long n = mode == BenchMode.LATENCY
+                ? Math.clamp((64L << 20) / bytes, 1, 2000)
                 : Math.max(window, (256L << 20) / bytes);
         return new BenchSettings(op, mode, size, Math.min(iterations, n), 0, window);
     }

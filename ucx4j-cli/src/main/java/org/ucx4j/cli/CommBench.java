@@ -22,11 +22,19 @@ record CommBench(CommandLine commandLine, boolean json, boolean progressBar) {
      *
      * @return the exit code
      */
-    int call(CommKind kind, CommBenchSettings run, long warmupNanos, boolean server, int port, HostPort connect,
+    int call(
+            CommKind kind,
+            CommBenchSettings run,
+            long warmupNanos,
+            boolean server,
+            int port,
+            HostPort connect,
             boolean exitWithParent) {
         CommOptions options = CommOptions.defaults();
         if (BenchMemory.current().pool() != null) {
-            options = CommOptions.builder().allocator(FrameAllocator.host().with(BenchMemory.current().pool())).build();
+            options = CommOptions.builder()
+                    .allocator(FrameAllocator.host().with(BenchMemory.current().pool()))
+                    .build();
         }
         if (kind.needsUcx()) {
             if (!Ucx.isAvailable()) {
@@ -37,15 +45,18 @@ record CommBench(CommandLine commandLine, boolean json, boolean progressBar) {
         }
         if (server) {
             if (exitWithParent) {
-                ProcessHandle.current().parent().ifPresent(p -> p.onExit().thenRun(() -> Runtime.getRuntime().halt(3)));
+                ProcessHandle.current().parent().ifPresent(p -> p.onExit()
+                        .thenRun(() -> Runtime.getRuntime().halt(3)));
             }
             CommBenchServer.serveOne(kind, port, options, System.out);
             return 0;
         }
         CommBenchResult result;
         try (CommPeer peer = connect == null ? CommPeer.start(kind, options) : remote(kind, connect, options);
-             ProgressBar bar = ProgressBar.start(run.total(), kind.scheme() + " " + run.mode().label() + " "
-                     + run.frames() + " x " + run.size() + " B", progressBar)) {
+                ProgressBar bar = ProgressBar.start(
+                        run.total(),
+                        kind.scheme() + " " + run.mode().label() + " " + run.frames() + " x " + run.size() + " B",
+                        progressBar)) {
             peer.warmUp(run, warmupNanos, progressBar);
             result = peer.run(run, bar);
         }
@@ -66,8 +77,10 @@ record CommBench(CommandLine commandLine, boolean json, boolean progressBar) {
      */
     static void requireSelfProgress(CommandLine commandLine, CommOptions options) {
         if (options.config().get(UcxKeys.PROGRESS_MODE) == ProgressMode.CALLER) {
-            throw new CommandLine.ParameterException(commandLine, "--comm ucx needs progress-mode thread-blocking or "
-                    + "thread-polling (the configuration says caller): the benchmark waits on write futures");
+            throw new CommandLine.ParameterException(
+                    commandLine,
+                    "--comm ucx needs progress-mode thread-blocking or "
+                            + "thread-polling (the configuration says caller): the benchmark waits on write futures");
         }
     }
 

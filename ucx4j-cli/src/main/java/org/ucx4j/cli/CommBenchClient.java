@@ -92,7 +92,8 @@ final class CommBenchClient {
     }
 
     /** One bandwidth phase of {@code n} messages, a window of them in flight; returns its seconds. */
-    private static double phase(Comm comm, CommBenchSettings run, Message message, long n, String what, ProgressBar bar) {
+    private static double phase(
+            Comm comm, CommBenchSettings run, Message message, long n, String what, ProgressBar bar) {
         ArrayDeque<CompletableFuture<Void>> inflight = new ArrayDeque<>();
         long t0 = System.nanoTime();
         for (long k = 0; k < n; k++) {

@@ -66,11 +66,12 @@ final class CommBenchProtocol {
         }
         MemorySegment m = msg.frame(0).segment();
         if (m.get(INT, 0) != MAGIC) {
-            throw new IllegalArgumentException("not a ucx4j bench --comm control message (magic "
-                    + Integer.toHexString(m.get(INT, 0)) + ")");
+            throw new IllegalArgumentException(
+                    "not a ucx4j bench --comm control message (magic " + Integer.toHexString(m.get(INT, 0)) + ")");
         }
         if (m.get(INT, 4) != VERSION) {
-            throw new IllegalArgumentException("bench --comm protocol version " + m.get(INT, 4) + ", expected " + VERSION);
+            throw new IllegalArgumentException(
+                    "bench --comm protocol version " + m.get(INT, 4) + ", expected " + VERSION);
         }
         int kind = m.get(INT, 8);
         if (kind == KIND_BYE) {
@@ -83,8 +84,13 @@ final class CommBenchProtocol {
         if (mode != 0 && mode != 1) {
             throw new IllegalArgumentException("unknown bench --comm mode " + mode);
         }
-        return new CommBenchSettings(mode == 0 ? BenchMode.LATENCY : BenchMode.BANDWIDTH, m.get(INT, 16),
-                m.get(LONG, 24), m.get(LONG, 32), m.get(LONG, 40), m.get(INT, 20));
+        return new CommBenchSettings(
+                mode == 0 ? BenchMode.LATENCY : BenchMode.BANDWIDTH,
+                m.get(INT, 16),
+                m.get(LONG, 24),
+                m.get(LONG, 32),
+                m.get(LONG, 40),
+                m.get(INT, 20));
     }
 
     /** A reply: ok, or failed with what went wrong. */
@@ -110,8 +116,8 @@ final class CommBenchProtocol {
             }
             byte[] b = reply.frame(0).toByteArray();
             if (b[0] != 1) {
-                throw new IllegalStateException("the server refused " + what + ": "
-                        + new String(b, 1, b.length - 1, StandardCharsets.UTF_8));
+                throw new IllegalStateException(
+                        "the server refused " + what + ": " + new String(b, 1, b.length - 1, StandardCharsets.UTF_8));
             }
         }
     }
@@ -132,8 +138,8 @@ final class CommBenchProtocol {
         }
         for (int i = 0; i < m.frameCount(); i++) {
             if (m.frame(i).size() != run.size()) {
-                throw new IllegalStateException(what + ": frame " + i + " has " + m.frame(i).size() + " bytes, expected "
-                        + run.size());
+                throw new IllegalStateException(
+                        what + ": frame " + i + " has " + m.frame(i).size() + " bytes, expected " + run.size());
             }
         }
     }

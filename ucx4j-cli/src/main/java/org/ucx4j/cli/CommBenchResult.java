@@ -52,18 +52,40 @@ record CommBenchResult(CommKind kind, CommBenchSettings settings, double seconds
     void printTable(PrintStream out) {
         boolean lat = latency != null;
         String format = "| %-6s | %-9s | %6s | %12s | %10s | %13s | %10s | %10s | %12s |%n";
-        String rule = "+--------+-----------+--------+--------------+------------+---------------+------------+------------+--------------+";
+        String rule =
+                "+--------+-----------+--------+--------------+------------+---------------+------------+------------+--------------+";
         out.println("ucx4j bench --comm " + kind.scheme());
         out.println(rule);
-        out.printf(format, "comm", "mode", "frames", "size (B)", "iterations", "round trips/s", "lat p50", "lat p99", "MB/s");
+        out.printf(
+                format,
+                "comm",
+                "mode",
+                "frames",
+                "size (B)",
+                "iterations",
+                "round trips/s",
+                "lat p50",
+                "lat p99",
+                "MB/s");
         out.println(rule);
-        out.printf(format, kind.scheme(), settings.mode().label(), settings.frames(), settings.size(), settings.iterations(),
-                lat ? fmt(roundTripsPerSecond(), 1) : "-", lat ? fmt(latency.oneWayMicros(50), 3) : "-",
-                lat ? fmt(latency.oneWayMicros(99), 3) : "-", lat ? "-" : fmt(bandwidthMiBps(), 2));
+        out.printf(
+                format,
+                kind.scheme(),
+                settings.mode().label(),
+                settings.frames(),
+                settings.size(),
+                settings.iterations(),
+                lat ? fmt(roundTripsPerSecond(), 1) : "-",
+                lat ? fmt(latency.oneWayMicros(50), 3) : "-",
+                lat ? fmt(latency.oneWayMicros(99), 3) : "-",
+                lat ? "-" : fmt(bandwidthMiBps(), 2));
         out.println(rule);
-        out.println("latency: one-way (half a round trip of a message and its echo), usec; MB/s: payload (frames x size) in"
-                + " 2^20 bytes per second; " + settings.warmup() + " warm-up " + (lat ? "round trips" : "messages")
-                + " not counted; " + fmt(seconds, 3) + " s measured" + (lat ? "" : "; window " + settings.window()));
+        out.println(
+                "latency: one-way (half a round trip of a message and its echo), usec; MB/s: payload (frames x size) in"
+                        + " 2^20 bytes per second; " + settings.warmup() + " warm-up "
+                        + (lat ? "round trips" : "messages")
+                        + " not counted; " + fmt(seconds, 3) + " s measured"
+                        + (lat ? "" : "; window " + settings.window()));
     }
 
     static String fmt(double v, int decimals) {

@@ -33,11 +33,14 @@ final class CommBenchServer {
         CompletableFuture<Comm> accepted = new CompletableFuture<>();
         URI address = URI.create(kind.scheme() + "://0.0.0.0:" + port);
         Comm comm;
-        try (CommListener listener = Comms.listen(address, c -> {
-            if (!accepted.complete(c)) {
-                c.abort();
-            }
-        }, options)) {
+        try (CommListener listener = Comms.listen(
+                address,
+                c -> {
+                    if (!accepted.complete(c)) {
+                        c.abort();
+                    }
+                },
+                options)) {
             out.println("PORT " + listener.address().getPort());
             out.flush();
             comm = accepted.get();

@@ -28,11 +28,12 @@ record CommBenchSettings(BenchMode mode, int frames, long size, long iterations,
             throw new IllegalArgumentException("size must be 1.." + BenchSettings.MAX_SIZE + " bytes: " + size);
         }
         if (frames * size > MAX_MESSAGE) {
-            throw new IllegalArgumentException("a message of " + frames + " frames of " + size + " bytes is larger than "
-                    + MAX_MESSAGE + " bytes");
+            throw new IllegalArgumentException("a message of " + frames + " frames of " + size
+                    + " bytes is larger than " + MAX_MESSAGE + " bytes");
         }
         if (iterations < 1 || iterations > BenchSettings.MAX_ITERATIONS) {
-            throw new IllegalArgumentException("iterations must be 1.." + BenchSettings.MAX_ITERATIONS + ": " + iterations);
+            throw new IllegalArgumentException(
+                    "iterations must be 1.." + BenchSettings.MAX_ITERATIONS + ": " + iterations);
         }
         if (warmup < 0 || warmup > BenchSettings.MAX_ITERATIONS) {
             throw new IllegalArgumentException("warm-up must be 0.." + BenchSettings.MAX_ITERATIONS + ": " + warmup);
@@ -41,8 +42,8 @@ record CommBenchSettings(BenchMode mode, int frames, long size, long iterations,
             throw new IllegalArgumentException("window must be 1.." + BenchSettings.MAX_WINDOW + ": " + window);
         }
         if (mode == BenchMode.LATENCY && iterations > Integer.MAX_VALUE - 8) {
-            throw new IllegalArgumentException("latency mode keeps one sample per round trip: at most "
-                    + (Integer.MAX_VALUE - 8) + " iterations");
+            throw new IllegalArgumentException(
+                    "latency mode keeps one sample per round trip: at most " + (Integer.MAX_VALUE - 8) + " iterations");
         }
     }
 
@@ -63,7 +64,8 @@ record CommBenchSettings(BenchMode mode, int frames, long size, long iterations,
      */
     CommBenchSettings forWarmUp() {
         long bytes = Math.max(1, messageBytes());
-        long n = mode == BenchMode.LATENCY ? Math.clamp((64L << 20) / bytes, 1, 2000)
+        long n = mode == BenchMode.LATENCY
+                ? Math.clamp((64L << 20) / bytes, 1, 2000)
                 : Math.max(window, (256L << 20) / bytes);
         return new CommBenchSettings(mode, frames, size, Math.min(iterations, n), 0, window);
     }

@@ -41,12 +41,16 @@ final class CommPeer implements AutoCloseable {
      */
     static CommPeer start(CommKind kind, CommOptions options) {
         if (!kind.twoProcesses()) {
-            URI name = URI.create("inproc://ucx4j-bench-" + ProcessHandle.current().pid() + "-" + NAMES.incrementAndGet());
-            CommListener listener = Comms.listen(name, c -> {
-                try (c) {
-                    CommBenchServer.serve(c);
-                }
-            }, options);
+            URI name =
+                    URI.create("inproc://ucx4j-bench-" + ProcessHandle.current().pid() + "-" + NAMES.incrementAndGet());
+            CommListener listener = Comms.listen(
+                    name,
+                    c -> {
+                        try (c) {
+                            CommBenchServer.serve(c);
+                        }
+                    },
+                    options);
             try {
                 return new CommPeer(kind, null, listener, Comms.connect(listener.address(), options));
             } catch (RuntimeException e) {
@@ -54,8 +58,8 @@ final class CommPeer implements AutoCloseable {
                 throw e;
             }
         }
-        PeerLauncher child = PeerLauncher.start(List.of("--comm", kind.scheme(), "--server", "--port", "0",
-                "--exit-with-parent"));
+        PeerLauncher child =
+                PeerLauncher.start(List.of("--comm", kind.scheme(), "--server", "--port", "0", "--exit-with-parent"));
         try {
             int port = child.awaitPort(Duration.ofSeconds(60));
             return new CommPeer(kind, child, null, Comms.connect(address(kind, "127.0.0.1", port), options));

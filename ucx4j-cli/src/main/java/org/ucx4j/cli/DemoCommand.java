@@ -20,7 +20,9 @@ import picocli.CommandLine.Option;
  * a {@code bench --comm X --server} child JVM), for frame sizes from 1 KiB to 256 MiB; prints a table
  * and writes an HTML page with charts.
  */
-@Command(name = "demo", mixinStandardHelpOptions = true,
+@Command(
+        name = "demo",
+        mixinStandardHelpOptions = true,
         description = {
             "ucx:// against tcp:// on this machine: MB/s and round trips per second",
             "for frames of 1 KiB to 256 MiB (one per message), client and server in",
@@ -31,7 +33,10 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--quick", description = "Three sizes and short runs: about 10 seconds.")
     private boolean quick;
 
-    @Option(names = "--html", paramLabel = "PATH", defaultValue = "ucx4j-demo.html",
+    @Option(
+            names = "--html",
+            paramLabel = "PATH",
+            defaultValue = "ucx4j-demo.html",
             description = "Where the page goes (default: ${DEFAULT-VALUE} in the current directory).")
     private Path html;
 
@@ -54,9 +59,12 @@ final class DemoCommand implements Callable<Integer> {
         DemoPlan plan = quick ? DemoPlan.quick() : DemoPlan.full();
         Map<String, Object> machine = DemoReport.machineFacts(options.config());
         int runs = plan.runs(DemoReport.KINDS.size());
-        System.err.println("ucx4j demo: ucx:// against tcp:// over loopback, " + plan.sizes().size() + " frame sizes from "
-                + DemoReport.sizeLabel(plan.sizes().getFirst()) + " to " + DemoReport.sizeLabel(plan.sizes().getLast())
-                + ", " + runs + " runs (" + (quick ? "about 10 s" : "about 1-2 minutes") + "); starting the servers ...");
+        System.err.println("ucx4j demo: ucx:// against tcp:// over loopback, "
+                + plan.sizes().size() + " frame sizes from "
+                + DemoReport.sizeLabel(plan.sizes().getFirst()) + " to "
+                + DemoReport.sizeLabel(plan.sizes().getLast())
+                + ", " + runs + " runs (" + (quick ? "about 10 s" : "about 1-2 minutes")
+                + "); starting the servers ...");
         List<CommBenchResult> results = new ArrayList<>();
         Map<CommKind, CommPeer> peers = startPeers(options);
         try (ProgressBar bar = ProgressBar.start(runs, "ucx4j demo", !output.noProgressBar)) {
@@ -72,8 +80,13 @@ final class DemoCommand implements Callable<Integer> {
             for (long size : plan.sizes()) {
                 for (CommBenchSettings run : List.of(plan.latency(size), plan.bandwidth(size))) {
                     for (CommKind kind : DemoReport.KINDS) {
-                        String what = String.format("[%2d/%d] %-6s %7s %-9s", done + 1, runs, kind.scheme() + "://",
-                                DemoReport.sizeLabel(size), run.mode().label());
+                        String what = String.format(
+                                "[%2d/%d] %-6s %7s %-9s",
+                                done + 1,
+                                runs,
+                                kind.scheme() + "://",
+                                DemoReport.sizeLabel(size),
+                                run.mode().label());
                         bar.label(what);
                         CommBenchResult r;
                         try (ProgressBar silent = ProgressBar.start(run.total(), what, false)) {
@@ -123,15 +136,18 @@ final class DemoCommand implements Callable<Integer> {
             }
         }
         if (problem != null) {
-            throw new CommandLine.ParameterException(spec.commandLine(),
-                    "--html " + page + ": cannot write the page there: " + problem);
+            throw new CommandLine.ParameterException(
+                    spec.commandLine(), "--html " + page + ": cannot write the page there: " + problem);
         }
     }
 
     private static String summary(CommBenchResult r) {
         if (r.latency() != null) {
-            return String.format(java.util.Locale.ROOT, "%,10.1f round trips/s  (one-way p50 %.1f us)",
-                    r.roundTripsPerSecond(), r.latency().oneWayMicros(50));
+            return String.format(
+                    java.util.Locale.ROOT,
+                    "%,10.1f round trips/s  (one-way p50 %.1f us)",
+                    r.roundTripsPerSecond(),
+                    r.latency().oneWayMicros(50));
         }
         return String.format(java.util.Locale.ROOT, "%,10.1f MB/s", r.bandwidthMiBps());
     }

@@ -15,8 +15,14 @@ import java.util.List;
  * @param bandwidthMin the fewest messages
  * @param bandwidthMax the most messages
  */
-record DemoPlan(List<Long> sizes, long latencyBytes, long latencyMin, long latencyMax, long bandwidthBytes,
-                long bandwidthMin, long bandwidthMax) {
+record DemoPlan(
+        List<Long> sizes,
+        long latencyBytes,
+        long latencyMin,
+        long latencyMax,
+        long bandwidthBytes,
+        long bandwidthMin,
+        long bandwidthMax) {
     private static final long KI = 1L << 10;
     private static final long MI = 1L << 20;
 
@@ -25,8 +31,8 @@ record DemoPlan(List<Long> sizes, long latencyBytes, long latencyMin, long laten
 
     /** The full demo: 1 KiB to 256 MiB, about 1-2 minutes on 2 cores. */
     static DemoPlan full() {
-        return new DemoPlan(List.of(KI, 4 * KI, 64 * KI, MI, 16 * MI, 64 * MI, 256 * MI),
-                1024 * MI, 4, 8000, 2048 * MI, 12, 40000);
+        return new DemoPlan(
+                List.of(KI, 4 * KI, 64 * KI, MI, 16 * MI, 64 * MI, 256 * MI), 1024 * MI, 4, 8000, 2048 * MI, 12, 40000);
     }
 
     /** {@code --quick}: three sizes, short runs, about 10 seconds. */

@@ -27,6 +27,7 @@ import org.ucx4j.UcxKeys;
 record DemoReport(Map<String, Object> machine, List<Long> sizes, List<CommBenchResult> results) {
     /** The transports compared, in column order. */
     static final List<CommKind> KINDS = List.of(CommKind.UCX, CommKind.TCP);
+
     private static final String UCX_COLOR = "#1f77b4";
     private static final String TCP_COLOR = "#ff7f0e";
 
@@ -67,14 +68,16 @@ record DemoReport(Map<String, Object> machine, List<Long> sizes, List<CommBenchR
         String format = "| %10s | %10s | %10s | %7s | %13s | %13s | %7s |%n";
         String rule = "+------------+------------+------------+---------+---------------+---------------+---------+";
         out.println(rule);
-        out.printf(format, "frame size", "ucx MB/s", "tcp MB/s", "ucx/tcp", "ucx round-t/s", "tcp round-t/s", "ucx/tcp");
+        out.printf(
+                format, "frame size", "ucx MB/s", "tcp MB/s", "ucx/tcp", "ucx round-t/s", "tcp round-t/s", "ucx/tcp");
         out.println(rule);
         for (long size : sizes) {
             double ub = bandwidth(CommKind.UCX, size);
             double tb = bandwidth(CommKind.TCP, size);
             double ur = roundTrips(CommKind.UCX, size);
             double tr = roundTrips(CommKind.TCP, size);
-            out.printf(format, sizeLabel(size), fixed(ub), fixed(tb), ratio(ub, tb), fixed(ur), fixed(tr), ratio(ur, tr));
+            out.printf(
+                    format, sizeLabel(size), fixed(ub), fixed(tb), ratio(ub, tb), fixed(ur), fixed(tr), ratio(ur, tr));
         }
         out.println(rule);
         out.println("MB/s: payload MiB per second, one frame per message, " + DemoPlan.WINDOW + " writes in flight; "
@@ -92,7 +95,8 @@ record DemoReport(Map<String, Object> machine, List<Long> sizes, List<CommBenchR
         }
         parts.add("peer-error-handling " + machine.get("peer_error_handling"));
         parts.add("Java " + machine.get("java"));
-        parts.add(machine.get("cores") + " cores" + (machine.get("cpu") == null ? "" : " (" + machine.get("cpu") + ")"));
+        parts.add(
+                machine.get("cores") + " cores" + (machine.get("cpu") == null ? "" : " (" + machine.get("cpu") + ")"));
         parts.add(String.valueOf(machine.get("date")));
         return String.join(separator, parts);
     }
@@ -142,16 +146,22 @@ record DemoReport(Map<String, Object> machine, List<Long> sizes, List<CommBenchR
         h.append("<h1>ucx4j demo: <code>ucx://</code> vs <code>tcp://</code></h1>\n");
         h.append("<p>The same workload over two ucx4j-comm transports on loopback, client and server in two JVMs: ")
                 .append("one frame of native memory per message, from 1 KiB up. Bandwidth streams messages with ")
-                .append(DemoPlan.WINDOW).append(" writes in flight until the server has read them all; ")
+                .append(DemoPlan.WINDOW)
+                .append(" writes in flight until the server has read them all; ")
                 .append("latency echoes one message back and forth.</p>\n");
         h.append("<h2>Machine</h2>\n<table>\n");
-        machine.forEach((k, v) -> h.append("<tr><th>").append(SvgChart.esc(k.replace('_', ' '))).append("</th><td>")
-                .append(SvgChart.esc(String.valueOf(v))).append("</td></tr>\n"));
+        machine.forEach((k, v) -> h.append("<tr><th>")
+                .append(SvgChart.esc(k.replace('_', ' ')))
+                .append("</th><td>")
+                .append(SvgChart.esc(String.valueOf(v)))
+                .append("</td></tr>\n"));
         h.append("</table>\n");
-        h.append("<figure>\n").append(chart("Bandwidth by frame size", "MB/s (MB = 2^20 bytes)", false,
-                this::bandwidth)).append("</figure>\n");
-        h.append("<figure>\n").append(chart("Round trips per second by frame size", "round trips/s", true,
-                this::roundTrips)).append("</figure>\n");
+        h.append("<figure>\n")
+                .append(chart("Bandwidth by frame size", "MB/s (MB = 2^20 bytes)", false, this::bandwidth))
+                .append("</figure>\n");
+        h.append("<figure>\n")
+                .append(chart("Round trips per second by frame size", "round trips/s", true, this::roundTrips))
+                .append("</figure>\n");
         h.append("<h2>Results</h2>\n<table>\n<tr><th>frame size</th><th>ucx MB/s</th><th>tcp MB/s</th><th>ucx/tcp</th>")
                 .append("<th>ucx round trips/s</th><th>tcp round trips/s</th><th>ucx/tcp</th>")
                 .append("<th>ucx latency p50 (us)</th><th>tcp latency p50 (us)</th></tr>\n");
@@ -161,33 +171,47 @@ record DemoReport(Map<String, Object> machine, List<Long> sizes, List<CommBenchR
             double ur = roundTrips(CommKind.UCX, size);
             double tr = roundTrips(CommKind.TCP, size);
             h.append("<tr><td>").append(sizeLabel(size)).append("</td>");
-            for (String cell : List.of(fixed(ub), fixed(tb), ratio(ub, tb), fixed(ur), fixed(tr), ratio(ur, tr),
-                    fixed(latencyP50(CommKind.UCX, size)), fixed(latencyP50(CommKind.TCP, size)))) {
+            for (String cell : List.of(
+                    fixed(ub),
+                    fixed(tb),
+                    ratio(ub, tb),
+                    fixed(ur),
+                    fixed(tr),
+                    ratio(ur, tr),
+                    fixed(latencyP50(CommKind.UCX, size)),
+                    fixed(latencyP50(CommKind.TCP, size)))) {
                 h.append("<td class=\"n\">").append(cell).append("</td>");
             }
             h.append("</tr>\n");
         }
         h.append("</table>\n");
         h.append("<h2>Method</h2>\n<ul>\n")
-                .append("<li>Bandwidth: payload bytes of the measured messages over the time from the first write to the ")
-                .append("server's reply that it read the last one (MB = 2<sup>20</sup> bytes); warm-up messages first, ")
+                .append(
+                        "<li>Bandwidth: payload bytes of the measured messages over the time from the first write to the ")
+                .append(
+                        "server's reply that it read the last one (MB = 2<sup>20</sup> bytes); warm-up messages first, ")
                 .append("not counted.</li>\n")
-                .append("<li>Round trips/s: one over the mean round trip of a message written and its echo read; latency ")
+                .append(
+                        "<li>Round trips/s: one over the mean round trip of a message written and its echo read; latency ")
                 .append("p50 is half the median round trip.</li>\n")
                 .append("<li>Received messages are allocated, and freed when closed, by the comm (as an application ")
                 .append("gets them); the server checks the bytes of the first and last message of each phase, outside ")
                 .append("the timing.</li>\n")
-                .append("<li><code>ucx://</code> runs with the ucx4j configuration in force (see the machine table). With ")
+                .append(
+                        "<li><code>ucx://</code> runs with the ucx4j configuration in force (see the machine table). With ")
                 .append("<code>peer-error-handling</code> true, the default, UCX leaves out transports that cannot ")
-                .append("detect a dead peer, shared memory among them; <code>UCX4J__PEER_ERROR_HANDLING=false bin/ucx4j ")
+                .append(
+                        "detect a dead peer, shared memory among them; <code>UCX4J__PEER_ERROR_HANDLING=false bin/ucx4j ")
                 .append("demo</code> lets it use them (docs/CONFIGURATION.md).</li>\n")
                 .append("<li>Reproduce: <code>bin/ucx4j demo</code>; one point: <code>bin/ucx4j bench --comm ucx ")
-                .append("--mode bandwidth --size 64Mi</code>, <code>bin/ucx4j bench --comm tcp --size 4Ki --json</code>.</li>\n")
+                .append(
+                        "--mode bandwidth --size 64Mi</code>, <code>bin/ucx4j bench --comm tcp --size 4Ki --json</code>.</li>\n")
                 .append("</ul>\n</body>\n</html>\n");
         return h.toString();
     }
 
-    private String chart(String title, String yLabel, boolean logY, java.util.function.ToDoubleBiFunction<CommKind, Long> value) {
+    private String chart(
+            String title, String yLabel, boolean logY, java.util.function.ToDoubleBiFunction<CommKind, Long> value) {
         List<SvgChart.Tick> ticks = new ArrayList<>();
         double[] xs = new double[sizes.size()];
         for (int i = 0; i < xs.length; i++) {
@@ -200,7 +224,8 @@ record DemoReport(Map<String, Object> machine, List<Long> sizes, List<CommBenchR
             for (int i = 0; i < ys.length; i++) {
                 ys[i] = value.applyAsDouble(kind, sizes.get(i));
             }
-            series.add(new SvgChart.Series(kind.scheme() + "://", kind == CommKind.UCX ? UCX_COLOR : TCP_COLOR, xs, ys));
+            series.add(
+                    new SvgChart.Series(kind.scheme() + "://", kind == CommKind.UCX ? UCX_COLOR : TCP_COLOR, xs, ys));
         }
         return new SvgChart(title, "frame size (log scale)", yLabel, logY, ticks, series).render();
     }
@@ -231,11 +256,15 @@ record DemoReport(Map<String, Object> machine, List<Long> sizes, List<CommBenchR
                 // left out
             }
         }
-        m.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch"));
+        m.put(
+                "os",
+                System.getProperty("os.name") + " " + System.getProperty("os.version") + " "
+                        + System.getProperty("os.arch"));
         m.put("java", Runtime.version() + " (" + System.getProperty("java.vendor") + ")");
         m.put("ucx_version", Ucx.isAvailable() ? Ucx.version() : "unavailable");
         if (Ucx.isAvailable()) {
-            try (UcxContext context = UcxContext.builder().config(config).name("ucx4j-demo").build()) {
+            try (UcxContext context =
+                    UcxContext.builder().config(config).name("ucx4j-demo").build()) {
                 m.put("ucx_transports", String.join(", ", context.transports()));
             } catch (RuntimeException e) {
                 // left out: the demo's own runs will say what is wrong

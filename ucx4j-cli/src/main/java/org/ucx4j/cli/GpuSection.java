@@ -81,12 +81,20 @@ final class GpuSection {
         }
         List<?> cuda = (List<?>) gpu.get("ucx_cuda_transports");
         out.println("GPUs        CUDA driver " + gpu.get("driver") + "; UCX CUDA transports: "
-                + (cuda.isEmpty() ? "none (this UCX was built without CUDA: GPU memory cannot move)" : String.join(", ", cuda.stream().map(String::valueOf).toList())));
+                + (cuda.isEmpty()
+                        ? "none (this UCX was built without CUDA: GPU memory cannot move)"
+                        : String.join(", ", cuda.stream().map(String::valueOf).toList())));
         for (Object o : (List<?>) gpu.get("devices")) {
             Map<?, ?> d = (Map<?, ?>) o;
-            out.printf("  %s  %s  %s  pci %s  %.1f GiB  cc %s  NVLink %s link(s)%s  CPUs %s%n", d.get("index"), d.get("name"),
-                    d.get("uuid"), d.get("pci_bus_id"), ((Number) d.get("memory_bytes")).longValue() / (double) (1L << 30),
-                    d.get("compute_capability"), d.get("nvlink_active_links"),
+            out.printf(
+                    "  %s  %s  %s  pci %s  %.1f GiB  cc %s  NVLink %s link(s)%s  CPUs %s%n",
+                    d.get("index"),
+                    d.get("name"),
+                    d.get("uuid"),
+                    d.get("pci_bus_id"),
+                    ((Number) d.get("memory_bytes")).longValue() / (double) (1L << 30),
+                    d.get("compute_capability"),
+                    d.get("nvlink_active_links"),
                     ((List<?>) d.get("nvlink_peers")).isEmpty() ? "" : " to GPU " + d.get("nvlink_peers"),
                     "".equals(d.get("cpu_affinity")) ? "unknown" : d.get("cpu_affinity"));
             if (d.get("nvml_problem") != null) {

@@ -12,7 +12,9 @@ import picocli.CommandLine.Option;
  * <p>Exit code 2 when UCX is unavailable (everything else is still printed), 1 when the ucx4j
  * configuration is invalid.
  */
-@Command(name = "info", mixinStandardHelpOptions = true,
+@Command(
+        name = "info",
+        mixinStandardHelpOptions = true,
         description = "Show the UCX library, transports, devices and configuration that ucx4j sees.")
 final class InfoCommand implements Callable<Integer> {
     @Option(names = "--json", description = "Print JSON instead of text.")

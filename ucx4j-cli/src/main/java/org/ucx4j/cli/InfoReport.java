@@ -86,7 +86,8 @@ record InfoReport(Map<String, Object> tree, UcxConfig config, List<ConfigEntry> 
             ucx.put("error", message);
             problems.add(message);
         } else {
-            Map<String, String> contextOptions = config == null ? Map.of() : config.ucxSettings().contextOptions();
+            Map<String, String> contextOptions =
+                    config == null ? Map.of() : config.ucxSettings().contextOptions();
             UcxContext.Builder builder = UcxContext.builder().name("ucx4j-info");
             if (config != null) {
                 builder.config(config);
@@ -118,7 +119,11 @@ record InfoReport(Map<String, Object> tree, UcxConfig config, List<ConfigEntry> 
      * attempts are its {@code - candidate (origin): outcome} lines.
      */
     private static List<String> failedAttempts(List<String> lines) {
-        return lines.stream().map(String::trim).filter(l -> l.startsWith("- ")).map(l -> l.substring(2)).toList();
+        return lines.stream()
+                .map(String::trim)
+                .filter(l -> l.startsWith("- "))
+                .map(l -> l.substring(2))
+                .toList();
     }
 
     private static Map<String, Object> javaSection() {
@@ -127,8 +132,10 @@ record InfoReport(Map<String, Object> tree, UcxConfig config, List<ConfigEntry> 
         java.put("vendor", System.getProperty("java.vendor"));
         java.put("home", System.getProperty("java.home"));
         java.put("vm", System.getProperty("java.vm.name"));
-        java.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " "
-                + System.getProperty("os.arch"));
+        java.put(
+                "os",
+                System.getProperty("os.name") + " " + System.getProperty("os.version") + " "
+                        + System.getProperty("os.arch"));
         java.put("native_access", nativeAccess());
         return java;
     }

@@ -43,8 +43,11 @@ final class InfoText {
         field("version", java.get("version") + " (" + java.get("vendor") + ")");
         field("home", java.get("home"));
         field("os", java.get("os"));
-        field("native access", Boolean.TRUE.equals(java.get("native_access")) ? "enabled for org.ucx4j.core"
-                : "NOT enabled: add --enable-native-access=org.ucx4j.core (or ALL-UNNAMED on the class path)");
+        field(
+                "native access",
+                Boolean.TRUE.equals(java.get("native_access"))
+                        ? "enabled for org.ucx4j.core"
+                        : "NOT enabled: add --enable-native-access=org.ucx4j.core (or ALL-UNNAMED on the class path)");
 
         if (report.ucxAvailable()) {
             out.println();
@@ -72,16 +75,24 @@ final class InfoText {
             out.println("  " + report.section("config").get("error"));
             return;
         }
-        out.println("ucx4j configuration (file: " + config.configFile().map(Object::toString).orElse("none") + ")");
-        int width = report.configEntries().stream().mapToInt(e -> e.key().length()).max().orElse(10);
-        int valueWidth = report.configEntries().stream().mapToInt(e -> e.value().length()).max().orElse(10);
+        out.println("ucx4j configuration (file: "
+                + config.configFile().map(Object::toString).orElse("none") + ")");
+        int width = report.configEntries().stream()
+                .mapToInt(e -> e.key().length())
+                .max()
+                .orElse(10);
+        int valueWidth = report.configEntries().stream()
+                .mapToInt(e -> e.value().length())
+                .max()
+                .orElse(10);
         for (ConfigEntry e : report.configEntries()) {
             out.printf("  %-" + width + "s  %-" + valueWidth + "s  [%s]%n", e.key(), e.value(), e.source());
         }
         UcxConfig.UcxSettings settings = config.ucxSettings();
         out.println("  maps to UCX context options: " + describe(settings.contextOptions()));
         out.println("  maps to UCX global options:  " + describe(settings.globalOptions())
-                + (settings.globalOptions().isEmpty() ? ""
+                + (settings.globalOptions().isEmpty()
+                        ? ""
                         : "   (set in the environment before UCX loads; UCX_* variables set outside win)"));
     }
 
@@ -90,7 +101,8 @@ final class InfoText {
             return "(none: UCX defaults)";
         }
         StringBuilder sb = new StringBuilder();
-        options.forEach((k, v) -> sb.append(sb.isEmpty() ? "" : ", ").append(k).append('=').append(v));
+        options.forEach((k, v) ->
+                sb.append(sb.isEmpty() ? "" : ", ").append(k).append('=').append(v));
         return sb.toString();
     }
 

@@ -8,7 +8,8 @@ import picocli.CommandLine.Command;
  *
  * <p>Exit codes: 0 success, 1 failure, 2 UCX unavailable (from {@code info}), 64 usage error.
  */
-@Command(name = "ucx4j",
+@Command(
+        name = "ucx4j",
         mixinStandardHelpOptions = true,
         versionProvider = VersionProvider.class,
         description = "UCX for the JVM: diagnostics, benchmarks and the ucx:// against tcp:// demo.",
@@ -61,7 +62,8 @@ public final class Main implements Runnable {
                 msg.append("\n  caused by: ").append(c);
             }
             System.err.println(msg);
-            System.err.println("(run with -Ducx4j.cli.trace=true, or UCX4J_JAVA_OPTS=-Ducx4j.cli.trace=true for bin/ucx4j, for the stack trace)");
+            System.err.println(
+                    "(run with -Ducx4j.cli.trace=true, or UCX4J_JAVA_OPTS=-Ducx4j.cli.trace=true for bin/ucx4j, for the stack trace)");
         }
         return e.getCause() instanceof UnsatisfiedLinkError ? EXIT_UCX_UNAVAILABLE : 1;
     }

@@ -14,7 +14,11 @@ import org.ucx4j.UcxEndpoint;
  */
 sealed interface MessagePath permits TagPath, StreamPath, AmPath {
     /** The role of a message: a client's ping, the server's echo of it, or bandwidth data. */
-    enum Kind { PING, PONG, DATA }
+    enum Kind {
+        PING,
+        PONG,
+        DATA
+    }
 
     /**
      * Starts sending a buffer.

@@ -30,10 +30,13 @@ final class PeerLauncher implements AutoCloseable {
 
     private PeerLauncher(Process process) {
         this.process = process;
-        Thread.ofPlatform().daemon(true).name("ucx4j-peer-" + process.pid() + "-out").start(this::pump);
-        process.onExit().thenRun(() -> port.completeExceptionally(new IllegalStateException(
-                "the bench server (pid " + process.pid() + ") exited with code " + process.exitValue()
-                        + " before printing its port")));
+        Thread.ofPlatform()
+                .daemon(true)
+                .name("ucx4j-peer-" + process.pid() + "-out")
+                .start(this::pump);
+        process.onExit()
+                .thenRun(() -> port.completeExceptionally(new IllegalStateException("the bench server (pid "
+                        + process.pid() + ") exited with code " + process.exitValue() + " before printing its port")));
     }
 
     /**
@@ -45,7 +48,9 @@ final class PeerLauncher implements AutoCloseable {
     static PeerLauncher start(List<String> serverArgs) {
         List<String> cmd = command(serverArgs);
         try {
-            return new PeerLauncher(new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start());
+            return new PeerLauncher(new ProcessBuilder(cmd)
+                    .redirectError(ProcessBuilder.Redirect.INHERIT)
+                    .start());
         } catch (IOException e) {
             throw new IllegalStateException("cannot start the bench server JVM: " + String.join(" ", cmd), e);
         }
@@ -56,7 +61,8 @@ final class PeerLauncher implements AutoCloseable {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java"));
         String modulePath = System.getProperty("jdk.module.path");
-        boolean onModulePath = modulePath != null && !modulePath.isEmpty()
+        boolean onModulePath = modulePath != null
+                && !modulePath.isEmpty()
                 && PeerLauncher.class.getModule().isNamed();
         cmd.add("--enable-native-access=" + (onModulePath ? CORE_MODULE : "ALL-UNNAMED"));
         for (Map.Entry<Object, Object> e : System.getProperties().entrySet()) {
@@ -82,7 +88,8 @@ final class PeerLauncher implements AutoCloseable {
     }
 
     private void pump() {
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+        try (BufferedReader r =
+                new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
             String line;
             while ((line = r.readLine()) != null) {
                 if (!port.isDone() && line.startsWith("PORT ")) {
@@ -106,7 +113,8 @@ final class PeerLauncher implements AutoCloseable {
         try {
             return port.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
-            throw new IllegalStateException("the bench server did not print its port within " + timeout.toSeconds() + " s");
+            throw new IllegalStateException(
+                    "the bench server did not print its port within " + timeout.toSeconds() + " s");
         } catch (ExecutionException e) {
             throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
         } catch (InterruptedException e) {

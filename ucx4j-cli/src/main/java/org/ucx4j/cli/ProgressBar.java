@@ -28,7 +28,9 @@ final class ProgressBar implements AutoCloseable {
         this.label = label;
         this.widestLabel = label.length();
         this.err = err;
-        this.painter = enabled ? Thread.ofPlatform().daemon(true).name("ucx4j-progress-bar").start(this::paint) : null;
+        this.painter = enabled
+                ? Thread.ofPlatform().daemon(true).name("ucx4j-progress-bar").start(this::paint)
+                : null;
     }
 
     /**
@@ -84,8 +86,9 @@ final class ProgressBar implements AutoCloseable {
                 int filled = (int) (WIDTH * d / total);
                 synchronized (this) {
                     if (running) {
-                        err.printf("\r%s [%s%s] %3d%% %d/%d", label, "#".repeat(filled), ".".repeat(WIDTH - filled),
-                                100 * d / total, d, total);
+                        err.printf(
+                                "\r%s [%s%s] %3d%% %d/%d",
+                                label, "#".repeat(filled), ".".repeat(WIDTH - filled), 100 * d / total, d, total);
                         err.flush();
                         shown = true;
                     }

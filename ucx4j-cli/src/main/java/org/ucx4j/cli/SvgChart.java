@@ -47,37 +47,82 @@ record SvgChart(String title, String xLabel, String yLabel, boolean logY, List<T
         double[] xr = xRange();
         double[] yr = yRange();
         StringBuilder s = new StringBuilder();
-        s.append(String.format(Locale.ROOT, "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" width=\"%d\" "
-                + "height=\"%d\" role=\"img\" aria-label=\"%s\" font-family=\"sans-serif\" font-size=\"12\">%n",
-                WIDTH, HEIGHT, WIDTH, HEIGHT, esc(title)));
-        s.append(String.format(Locale.ROOT, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"white\"/>%n", WIDTH, HEIGHT));
-        s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" font-size=\"16\" "
-                + "font-weight=\"bold\">%s</text>%n", WIDTH / 2, esc(title)));
+        s.append(String.format(
+                Locale.ROOT,
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" width=\"%d\" "
+                        + "height=\"%d\" role=\"img\" aria-label=\"%s\" font-family=\"sans-serif\" font-size=\"12\">%n",
+                WIDTH,
+                HEIGHT,
+                WIDTH,
+                HEIGHT,
+                esc(title)));
+        s.append(String.format(
+                Locale.ROOT, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"white\"/>%n", WIDTH, HEIGHT));
+        s.append(String.format(
+                Locale.ROOT,
+                "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" font-size=\"16\" " + "font-weight=\"bold\">%s</text>%n",
+                WIDTH / 2,
+                esc(title)));
         // y grid and labels
         for (double v : yTicks(yr)) {
             double y = py(v, yr);
-            s.append(String.format(Locale.ROOT, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>%n",
-                    LEFT, y, WIDTH - RIGHT, y));
-            s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>%n",
-                    LEFT - 6, y + 4, esc(number(v))));
+            s.append(String.format(
+                    Locale.ROOT,
+                    "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>%n",
+                    LEFT,
+                    y,
+                    WIDTH - RIGHT,
+                    y));
+            s.append(String.format(
+                    Locale.ROOT,
+                    "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>%n",
+                    LEFT - 6,
+                    y + 4,
+                    esc(number(v))));
         }
         // x grid and labels
         for (Tick t : xTicks) {
             double x = px(t.x(), xr);
-            s.append(String.format(Locale.ROOT, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eee\"/>%n",
-                    x, TOP, x, HEIGHT - BOTTOM));
-            s.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>%n",
-                    x, HEIGHT - BOTTOM + 18, esc(t.label())));
+            s.append(String.format(
+                    Locale.ROOT,
+                    "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eee\"/>%n",
+                    x,
+                    TOP,
+                    x,
+                    HEIGHT - BOTTOM));
+            s.append(String.format(
+                    Locale.ROOT,
+                    "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>%n",
+                    x,
+                    HEIGHT - BOTTOM + 18,
+                    esc(t.label())));
         }
         // axes
-        s.append(String.format(Locale.ROOT, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>%n",
-                LEFT, HEIGHT - BOTTOM, WIDTH - RIGHT, HEIGHT - BOTTOM));
-        s.append(String.format(Locale.ROOT, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>%n",
-                LEFT, TOP, LEFT, HEIGHT - BOTTOM));
-        s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>%n",
-                (LEFT + WIDTH - RIGHT) / 2, HEIGHT - 22, esc(xLabel)));
-        s.append(String.format(Locale.ROOT, "<text transform=\"translate(18,%d) rotate(-90)\" text-anchor=\"middle\">%s</text>%n",
-                (TOP + HEIGHT - BOTTOM) / 2, esc(yLabel + (logY ? " (log scale)" : ""))));
+        s.append(String.format(
+                Locale.ROOT,
+                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>%n",
+                LEFT,
+                HEIGHT - BOTTOM,
+                WIDTH - RIGHT,
+                HEIGHT - BOTTOM));
+        s.append(String.format(
+                Locale.ROOT,
+                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>%n",
+                LEFT,
+                TOP,
+                LEFT,
+                HEIGHT - BOTTOM));
+        s.append(String.format(
+                Locale.ROOT,
+                "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>%n",
+                (LEFT + WIDTH - RIGHT) / 2,
+                HEIGHT - 22,
+                esc(xLabel)));
+        s.append(String.format(
+                Locale.ROOT,
+                "<text transform=\"translate(18,%d) rotate(-90)\" text-anchor=\"middle\">%s</text>%n",
+                (TOP + HEIGHT - BOTTOM) / 2,
+                esc(yLabel + (logY ? " (log scale)" : ""))));
         // series
         int legendX = LEFT;
         for (Series line : series) {
@@ -91,17 +136,29 @@ record SvgChart(String title, String xLabel, String yLabel, boolean logY, List<T
                 double x = px(line.xs()[i], xr);
                 double y = py(v, yr);
                 points.add(String.format(Locale.ROOT, "%.1f,%.1f", x, y));
-                dots.append(String.format(Locale.ROOT, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"><title>%s: %s</title>"
-                        + "</circle>%n", x, y, line.color(), esc(line.name() + " " + label(line.xs()[i])), esc(number(v))));
+                dots.append(String.format(
+                        Locale.ROOT,
+                        "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"><title>%s: %s</title>" + "</circle>%n",
+                        x,
+                        y,
+                        line.color(),
+                        esc(line.name() + " " + label(line.xs()[i])),
+                        esc(number(v))));
             }
             if (points.size() > 1) {
-                s.append(String.format(Locale.ROOT, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"%s\"/>%n",
-                        line.color(), String.join(" ", points)));
+                s.append(String.format(
+                        Locale.ROOT,
+                        "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"%s\"/>%n",
+                        line.color(),
+                        String.join(" ", points)));
             }
             s.append(dots);
             // The legend: one row above the plot, so that it never hides a point.
-            s.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"40\" width=\"14\" height=\"4\" fill=\"%s\"/>%n",
-                    legendX, line.color()));
+            s.append(String.format(
+                    Locale.ROOT,
+                    "<rect x=\"%d\" y=\"40\" width=\"14\" height=\"4\" fill=\"%s\"/>%n",
+                    legendX,
+                    line.color()));
             s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"46\">%s</text>%n", legendX + 20, esc(line.name())));
             legendX += 30 + 8 * line.name().length();
         }

@@ -42,7 +42,9 @@ record UcxSession(UcxContext context, UcxWorker worker) implements AutoCloseable
                 .build();
         try {
             Duration connectTimeout = config.get(UcxKeys.CONNECT_TIMEOUT);
-            WorkerOptions.Builder options = WorkerOptions.builder().progressMode(mode).name(name)
+            WorkerOptions.Builder options = WorkerOptions.builder()
+                    .progressMode(mode)
+                    .name(name)
                     .peerErrorHandling(config.get(UcxKeys.PEER_ERROR_HANDLING));
             if (connectTimeout.isPositive()) {
                 options.connectTimeout(connectTimeout);

@@ -6,11 +6,11 @@ import picocli.CommandLine;
 final class VersionProvider implements CommandLine.IVersionProvider {
     @Override
     public String[] getVersion() {
-        String version = Main.class.getModule().getDescriptor() == null ? "(unnamed module)"
+        String version = Main.class.getModule().getDescriptor() == null
+                ? "(unnamed module)"
                 : Main.class.getModule().getDescriptor().rawVersion().orElse("(unknown version)");
         return new String[] {
-            "ucx4j " + version,
-            "Java " + Runtime.version() + " (" + System.getProperty("java.vendor") + ")"
+            "ucx4j " + version, "Java " + Runtime.version() + " (" + System.getProperty("java.vendor") + ")"
         };
     }
 }

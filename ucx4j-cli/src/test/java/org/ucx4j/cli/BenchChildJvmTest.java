@@ -41,8 +41,8 @@ class BenchChildJvmTest {
     @ParameterizedTest
     @EnumSource(BenchOp.class)
     void latencyAndBandwidth(BenchOp op) throws Exception {
-        JsonNode lat = bench("--op", op.label(), "--size", "8", "--iters", "200", "--warmup", "20",
-                "--warmup-time", "0.2");
+        JsonNode lat =
+                bench("--op", op.label(), "--size", "8", "--iters", "200", "--warmup", "20", "--warmup-time", "0.2");
         assertEquals(op.label(), string(lat, "op"));
         assertEquals("latency", string(lat, "mode"));
         assertEquals(200, number(lat, "iterations"));
@@ -51,8 +51,21 @@ class BenchChildJvmTest {
         assertTrue(p50 > 0 && p50 <= number(lat, "latency_us_p99"), lat.toString());
         assertTrue(number(lat, "msg_rate") > 0, lat.toString());
 
-        JsonNode bw = bench("--op", op.label(), "--mode", "bandwidth", "--size", "64Ki", "--iters", "40",
-                "--window", "4", "--progress", "caller", "--warmup-time", "0");
+        JsonNode bw = bench(
+                "--op",
+                op.label(),
+                "--mode",
+                "bandwidth",
+                "--size",
+                "64Ki",
+                "--iters",
+                "40",
+                "--window",
+                "4",
+                "--progress",
+                "caller",
+                "--warmup-time",
+                "0");
         assertEquals("bandwidth", string(bw, "mode"));
         assertEquals(65536, number(bw, "size"));
         assertEquals(op.perftestName(BenchMode.BANDWIDTH), string(bw, "perftest"));

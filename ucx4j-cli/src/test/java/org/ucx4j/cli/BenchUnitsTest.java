@@ -47,8 +47,8 @@ class BenchUnitsTest {
     @Test
     void latencyModeRatesFollowUcxPerftest() {
         BenchSettings run = new BenchSettings(BenchOp.TAG, BenchMode.LATENCY, 8, 2, 0, 16);
-        BenchResult r = new BenchResult(run, ProgressMode.CALLER, 1.0,
-                new LatencyStats(new long[] {20_000, 20_000}), "1.13.1", List.of());
+        BenchResult r = new BenchResult(
+                run, ProgressMode.CALLER, 1.0, new LatencyStats(new long[] {20_000, 20_000}), "1.13.1", List.of());
         assertEquals(100_000.0, r.messageRate(), 1e-6); // one over 10 us one-way
         assertEquals(8 * 100_000.0 / (1 << 20), r.bandwidthMiBps(), 1e-9);
     }
@@ -63,10 +63,12 @@ class BenchUnitsTest {
             BenchProtocol.writeControl(msg, null);
             assertNull(BenchProtocol.readControl(msg, BenchProtocol.CONTROL_SIZE));
             msg.set(ValueLayout.JAVA_INT, 0, 42);
-            assertThrows(IllegalArgumentException.class, () -> BenchProtocol.readControl(msg, BenchProtocol.CONTROL_SIZE));
+            assertThrows(
+                    IllegalArgumentException.class, () -> BenchProtocol.readControl(msg, BenchProtocol.CONTROL_SIZE));
             BenchProtocol.writeControl(msg, run);
             msg.set(ValueLayout.JAVA_LONG_UNALIGNED, 16, Long.MAX_VALUE); // a size no server should allocate
-            assertThrows(IllegalArgumentException.class, () -> BenchProtocol.readControl(msg, BenchProtocol.CONTROL_SIZE));
+            assertThrows(
+                    IllegalArgumentException.class, () -> BenchProtocol.readControl(msg, BenchProtocol.CONTROL_SIZE));
         }
     }
 
@@ -78,7 +80,8 @@ class BenchUnitsTest {
             BenchProtocol.verify(buf, 7, "buf");
             assertFalse(BenchProtocol.matches(buf, 8));
             buf.set(ValueLayout.JAVA_BYTE, 11, (byte) (buf.get(ValueLayout.JAVA_BYTE, 11) ^ 1));
-            IllegalStateException e = assertThrows(IllegalStateException.class, () -> BenchProtocol.verify(buf, 7, "buf"));
+            IllegalStateException e =
+                    assertThrows(IllegalStateException.class, () -> BenchProtocol.verify(buf, 7, "buf"));
             assertTrue(e.getMessage().endsWith("offset 11"), e.getMessage());
         }
     }
@@ -163,17 +166,21 @@ class BenchUnitsTest {
     @Test
     void benchDefaultsFollowTheMode() {
         assertEquals(new BenchSettings(BenchOp.TAG, BenchMode.LATENCY, 8, 10_000, 1000, 1), parse());
-        assertEquals(new BenchSettings(BenchOp.AM, BenchMode.RATE, 8, 100_000, 10_000, 128),
+        assertEquals(
+                new BenchSettings(BenchOp.AM, BenchMode.RATE, 8, 100_000, 10_000, 128),
                 parse("--op", "am", "--mode", "rate"));
-        assertEquals(new BenchSettings(BenchOp.PUT, BenchMode.BANDWIDTH, 64L << 20, 64, 7, 16),
+        assertEquals(
+                new BenchSettings(BenchOp.PUT, BenchMode.BANDWIDTH, 64L << 20, 64, 7, 16),
                 parse("--op", "PUT", "--mode", "bandwidth", "--size", "64Mi"));
     }
 
     @Test
     void benchOptionsOverrideTheDefaults() {
-        assertEquals(new BenchSettings(BenchOp.GET, BenchMode.LATENCY, 4096, 500, 0, 1),
+        assertEquals(
+                new BenchSettings(BenchOp.GET, BenchMode.LATENCY, 4096, 500, 0, 1),
                 parse("--op", "get", "-s", "4Ki", "-n", "500", "-w", "0"));
-        assertEquals(new BenchSettings(BenchOp.STREAM, BenchMode.BANDWIDTH, 1 << 20, 30, 3, 4),
+        assertEquals(
+                new BenchSettings(BenchOp.STREAM, BenchMode.BANDWIDTH, 1 << 20, 30, 3, 4),
                 parse("--op", "stream", "--mode", "bandwidth", "--size", "1MiB", "--iters", "30", "--window", "4"));
         // The old name still parses, with tag as the operation.
         CommandLine main = new CommandLine(new Main()).setCaseInsensitiveEnumValuesAllowed(true);
@@ -214,7 +221,8 @@ class BenchUnitsTest {
                 }
             }
             msg.set(ValueLayout.JAVA_INT_UNALIGNED, 40, 99); // no such op
-            assertThrows(IllegalArgumentException.class, () -> BenchProtocol.readControl(msg, BenchProtocol.CONTROL_SIZE));
+            assertThrows(
+                    IllegalArgumentException.class, () -> BenchProtocol.readControl(msg, BenchProtocol.CONTROL_SIZE));
             assertThrows(IllegalArgumentException.class, () -> BenchProtocol.readControl(msg, 40)); // version 1's size
             BenchProtocol.writeSeed(msg, 42);
             assertEquals(42, BenchProtocol.readSeed(msg));

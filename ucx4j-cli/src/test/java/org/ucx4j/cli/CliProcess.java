@@ -60,7 +60,8 @@ final class CliProcess {
         List<String> cmd = new ArrayList<>(List.of("bench"));
         cmd.addAll(List.of(args));
         cmd.add("--json");
-        ChildJvm.Result r = run(dir, Duration.ofSeconds(50), List.of("-XX:TieredStopAtLevel=1"), cmd.toArray(String[]::new));
+        ChildJvm.Result r =
+                run(dir, Duration.ofSeconds(50), List.of("-XX:TieredStopAtLevel=1"), cmd.toArray(String[]::new));
         assertEquals(0, r.exitCode(), "ucx4j bench " + String.join(" ", args) + " failed: " + r.all());
         return json(r.output());
     }

@@ -30,8 +30,19 @@ class CommBenchChildJvmTest {
     }
 
     private void latencyAndBandwidth(CommKind kind) throws Exception {
-        JsonNode lat = bench("--comm", kind.scheme(), "--frames", "3", "--size", "100", "--iters", "300", "--warmup", "30",
-                "--warmup-time", "0.2");
+        JsonNode lat = bench(
+                "--comm",
+                kind.scheme(),
+                "--frames",
+                "3",
+                "--size",
+                "100",
+                "--iters",
+                "300",
+                "--warmup",
+                "30",
+                "--warmup-time",
+                "0.2");
         assertEquals(kind.scheme(), string(lat, "comm"));
         assertEquals("latency", string(lat, "mode"));
         assertEquals(3, number(lat, "frames"));
@@ -44,8 +55,21 @@ class CommBenchChildJvmTest {
         assertNullField(lat, "bandwidth_mbps");
 
         // 1 MiB frames: several UCX fragments and TCP reads per frame; more messages than the window.
-        JsonNode bw = bench("--comm", kind.scheme(), "--mode", "bandwidth", "--frames", "2", "--size", "1Mi",
-                "--iters", "40", "--window", "4", "--warmup-time", "0.2");
+        JsonNode bw = bench(
+                "--comm",
+                kind.scheme(),
+                "--mode",
+                "bandwidth",
+                "--frames",
+                "2",
+                "--size",
+                "1Mi",
+                "--iters",
+                "40",
+                "--window",
+                "4",
+                "--warmup-time",
+                "0.2");
         assertEquals("bandwidth", string(bw, "mode"));
         assertEquals(2, number(bw, "frames"));
         assertEquals(1 << 20, number(bw, "size"));

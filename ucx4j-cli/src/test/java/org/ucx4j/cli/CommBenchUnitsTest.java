@@ -35,8 +35,9 @@ class CommBenchUnitsTest {
     private static void refused(String expectedText, String... args) {
         Map.Entry<Integer, String> r = usage(args);
         assertEquals(Main.EXIT_USAGE, r.getKey(), String.join(" ", args) + ": " + r.getValue());
-        assertTrue(r.getValue().contains(expectedText), String.join(" ", args) + " should say '" + expectedText
-                + "', said: " + r.getValue());
+        assertTrue(
+                r.getValue().contains(expectedText),
+                String.join(" ", args) + " should say '" + expectedText + "', said: " + r.getValue());
     }
 
     @Test
@@ -67,7 +68,8 @@ class CommBenchUnitsTest {
     void anUnwritableHtmlPathIsAUsageErrorBeforeAnyBenchmark(@TempDir Path dir) throws Exception {
         Path file = Files.writeString(dir.resolve("a-file"), "not a directory");
         // Under a regular file: the directory cannot be created. The error comes before the servers start.
-        Map.Entry<Integer, String> r = usage("demo", "--quick", "--html", file.resolve("demo.html").toString());
+        Map.Entry<Integer, String> r =
+                usage("demo", "--quick", "--html", file.resolve("demo.html").toString());
         assertEquals(Main.EXIT_USAGE, r.getKey(), r.getValue());
         assertTrue(r.getValue().contains("cannot write the page there: its directory cannot be created"), r.getValue());
         assertFalse(r.getValue().contains("starting the servers"), r.getValue());
@@ -79,13 +81,16 @@ class CommBenchUnitsTest {
         CommBenchSettings run = new CommBenchSettings(BenchMode.BANDWIDTH, 3, 1 << 20, 100, 10, 16);
         assertEquals(run, CommBenchProtocol.readControl(CommBenchProtocol.control(run)));
         assertNull(CommBenchProtocol.readControl(CommBenchProtocol.control(null)));
-        assertThrows(IllegalArgumentException.class, () -> CommBenchProtocol.readControl(Message.ofBytes(new byte[48])));
+        assertThrows(
+                IllegalArgumentException.class, () -> CommBenchProtocol.readControl(Message.ofBytes(new byte[48])));
         assertThrows(IllegalArgumentException.class, () -> CommBenchProtocol.readControl(Message.ofBytes(new byte[7])));
         assertThrows(IllegalArgumentException.class, () -> new CommBenchSettings(BenchMode.RATE, 1, 8, 1, 0, 1));
-        assertThrows(IllegalArgumentException.class,
+        assertThrows(
+                IllegalArgumentException.class,
                 () -> new CommBenchSettings(BenchMode.LATENCY, 65_536, 1L << 31, 1, 0, 1)); // 128 TiB messages
         CommBenchProtocol.expectOk(CommBenchProtocol.reply(true, null), "x");
-        IllegalStateException e = assertThrows(IllegalStateException.class,
+        IllegalStateException e = assertThrows(
+                IllegalStateException.class,
                 () -> CommBenchProtocol.expectOk(CommBenchProtocol.reply(false, "bad data"), "the phase"));
         assertTrue(e.getMessage().contains("bad data"), e.getMessage());
     }
@@ -102,12 +107,21 @@ class CommBenchUnitsTest {
         assertNull(m.get("latency_us_p50"));
 
         CommBenchSettings lat = new CommBenchSettings(BenchMode.LATENCY, 1, 8, 2, 0, 1);
-        CommBenchResult l = new CommBenchResult(CommKind.UCX, lat, 40e-6, new LatencyStats(new long[] {20_000, 20_000}));
+        CommBenchResult l =
+                new CommBenchResult(CommKind.UCX, lat, 40e-6, new LatencyStats(new long[] {20_000, 20_000}));
         assertEquals(50_000.0, l.roundTripsPerSecond(), 1e-6);
         assertEquals(10.0, l.toMap().get("latency_us_p50"));
         assertNull(l.toMap().get("bandwidth_mbps"));
-        for (String key : List.of("comm", "mode", "frames", "size", "iterations", "round_trips_per_s", "latency_us_p50",
-                "latency_us_p99", "bandwidth_mbps")) {
+        for (String key : List.of(
+                "comm",
+                "mode",
+                "frames",
+                "size",
+                "iterations",
+                "round_trips_per_s",
+                "latency_us_p50",
+                "latency_us_p99",
+                "bandwidth_mbps")) {
             assertTrue(l.toMap().containsKey(key), key);
         }
     }
@@ -130,14 +144,22 @@ class CommBenchUnitsTest {
         List<CommBenchResult> results = new java.util.ArrayList<>();
         for (CommKind kind : DemoReport.KINDS) {
             for (long size : sizes) {
-                results.add(new CommBenchResult(kind, new CommBenchSettings(BenchMode.LATENCY, 1, size, 2, 0, 1), 1e-3,
+                results.add(new CommBenchResult(
+                        kind,
+                        new CommBenchSettings(BenchMode.LATENCY, 1, size, 2, 0, 1),
+                        1e-3,
                         new LatencyStats(new long[] {400_000, 600_000})));
-                results.add(new CommBenchResult(kind, new CommBenchSettings(BenchMode.BANDWIDTH, 1, size, 1024, 0, 16),
-                        kind == CommKind.UCX ? 0.5 : 1.0, null));
+                results.add(new CommBenchResult(
+                        kind,
+                        new CommBenchSettings(BenchMode.BANDWIDTH, 1, size, 1024, 0, 16),
+                        kind == CommKind.UCX ? 0.5 : 1.0,
+                        null));
             }
         }
-        DemoReport report = new DemoReport(Map.of("cores", 2, "ucx_version", "1.13.1", "peer_error_handling", true,
-                "java", "25", "date", "today"), sizes, results);
+        DemoReport report = new DemoReport(
+                Map.of("cores", 2, "ucx_version", "1.13.1", "peer_error_handling", true, "java", "25", "date", "today"),
+                sizes,
+                results);
         assertEquals(2.0, report.bandwidth(CommKind.UCX, 1024) / report.bandwidth(CommKind.TCP, 1024), 1e-9);
         String html = report.html();
         assertEquals(2, html.split("<svg", -1).length - 1);
@@ -146,7 +168,8 @@ class CommBenchUnitsTest {
         assertTrue(html.contains("<td class=\"n\">2.00x</td>"), "the ucx/tcp bandwidth ratio");
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         report.printTable(new PrintStream(out, true, StandardCharsets.UTF_8), null);
-        assertTrue(out.toString(StandardCharsets.UTF_8).contains("|      1 KiB |"), out.toString(StandardCharsets.UTF_8));
+        assertTrue(
+                out.toString(StandardCharsets.UTF_8).contains("|      1 KiB |"), out.toString(StandardCharsets.UTF_8));
     }
 
     @Test

@@ -33,12 +33,13 @@ class DemoChildJvmTest {
     void quickDemoPrintsTheTableAndWritesThePage() throws Exception {
         Requirements.assumeUcx();
         Path html = dir.resolve("out/demo.html");
-        ChildJvm.Result r = CliProcess.run(dir, Duration.ofSeconds(150), List.of(), "demo", "--quick", "--html",
-                html.toString());
+        ChildJvm.Result r =
+                CliProcess.run(dir, Duration.ofSeconds(150), List.of(), "demo", "--quick", "--html", html.toString());
         assertEquals(0, r.exitCode(), r.all());
         for (String size : List.of("4 KiB", "1 MiB", "16 MiB")) {
             // | size | ucx MB/s | tcp MB/s | ratio | ucx rt/s | tcp rt/s | ratio |: every cell a number.
-            Matcher row = Pattern.compile("\\|\\s+" + Pattern.quote(size) + "\\s+\\|([^\\n]*)").matcher(r.output());
+            Matcher row = Pattern.compile("\\|\\s+" + Pattern.quote(size) + "\\s+\\|([^\\n]*)")
+                    .matcher(r.output());
             assertTrue(row.find(), "no row for " + size + ": " + r.all());
             String[] cells = row.group(1).split("\\|");
             assertEquals(6, cells.length, row.group());

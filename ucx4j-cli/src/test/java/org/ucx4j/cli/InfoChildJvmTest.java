@@ -43,7 +43,9 @@ class InfoChildJvmTest {
         assertEquals(1_000_000_000L, pool.path("value").longValue());
         String source = pool.path("source").asText();
         assertTrue(source.contains(sourceFragment), "source was " + source);
-        assertTrue(json.findValues("version").stream().anyMatch(v -> v.isTextual() && v.textValue().startsWith("1.")),
+        assertTrue(
+                json.findValues("version").stream()
+                        .anyMatch(v -> v.isTextual() && v.textValue().startsWith("1.")),
                 "UCX version missing: " + json);
     }
 
@@ -54,7 +56,8 @@ class InfoChildJvmTest {
 
     @Test
     void newDaskVariable() throws Exception {
-        assertPool(info(Map.of("DASK_DISTRIBUTED_UCXX__RMM__POOL_SIZE", "1000.00 MB")),
+        assertPool(
+                info(Map.of("DASK_DISTRIBUTED_UCXX__RMM__POOL_SIZE", "1000.00 MB")),
                 "DASK_DISTRIBUTED_UCXX__RMM__POOL_SIZE");
     }
 

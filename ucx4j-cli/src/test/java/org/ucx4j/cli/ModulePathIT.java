@@ -33,7 +33,9 @@ class ModulePathIT {
         Path lib = Path.of(System.getProperty("ucx4j.cli.lib"));
         assertTrue(Files.isRegularFile(jar) && Files.isDirectory(lib), "build the jars first: " + jar + ", " + lib);
         // The same flags as bin/ucx4j.
-        return ChildJvm.ofModule(jar + File.pathSeparator + lib, "org.ucx4j.cli/org.ucx4j.cli.Main",
+        return ChildJvm.ofModule(
+                        jar + File.pathSeparator + lib,
+                        "org.ucx4j.cli/org.ucx4j.cli.Main",
                         "org.ucx4j.core,org.ucx4j.cuda")
                 .workDir(dir)
                 .separateStderr()
@@ -49,8 +51,19 @@ class ModulePathIT {
     @Test
     void benchOverAServiceLoadedTransport() throws Exception {
         // inproc needs no UCX; the transport is found through comm's `provides` on the module path.
-        ChildJvm.Result r = ucx4j(dir, "bench", "--comm", "inproc", "--iters", "50", "--warmup", "5",
-                        "--warmup-time", "0", "--json", "--no-progress-bar")
+        ChildJvm.Result r = ucx4j(
+                        dir,
+                        "bench",
+                        "--comm",
+                        "inproc",
+                        "--iters",
+                        "50",
+                        "--warmup",
+                        "5",
+                        "--warmup-time",
+                        "0",
+                        "--json",
+                        "--no-progress-bar")
                 .run(Duration.ofSeconds(60));
         assertEquals(0, r.exitCode(), r.all());
         JsonNode json = CliProcess.json(r.output());
@@ -66,7 +79,9 @@ class ModulePathIT {
         ChildJvm.Result r = ucx4j(dir, "info", "--json").run(Duration.ofSeconds(60));
         assertEquals(0, r.exitCode(), r.all());
         JsonNode json = CliProcess.json(r.output());
-        assertTrue(json.findValues("version").stream().anyMatch(v -> v.isTextual() && v.textValue().startsWith("1.")),
+        assertTrue(
+                json.findValues("version").stream()
+                        .anyMatch(v -> v.isTextual() && v.textValue().startsWith("1.")),
                 "UCX version missing: " + json);
         assertQuiet(r);
     }

@@ -61,9 +61,12 @@ public final class CommContext implements AutoCloseable {
             for (String s : t.schemes()) {
                 Transport old = m.putIfAbsent(s.toLowerCase(Locale.ROOT), t);
                 if (old != null) {
-                    LoggerFactory.getLogger(CommContext.class).warn(
-                            "two transports serve scheme {}: {} (used) and {} (ignored)", s,
-                            old.getClass().getName(), t.getClass().getName());
+                    LoggerFactory.getLogger(CommContext.class)
+                            .warn(
+                                    "two transports serve scheme {}: {} (used) and {} (ignored)",
+                                    s,
+                                    old.getClass().getName(),
+                                    t.getClass().getName());
                 }
             }
         }
@@ -167,8 +170,8 @@ public final class CommContext implements AutoCloseable {
         }
         Transport t = byScheme.get(scheme.toLowerCase(Locale.ROOT));
         if (t == null) {
-            throw new IllegalArgumentException("no transport for scheme '" + scheme + "' in '" + address
-                    + "'; known schemes: " + schemes());
+            throw new IllegalArgumentException(
+                    "no transport for scheme '" + scheme + "' in '" + address + "'; known schemes: " + schemes());
         }
         return t;
     }

@@ -18,11 +18,11 @@ public final class CommKeys {
     public static final ConfigKey<Boolean> MULTI_BUFFER =
             ConfigKey.flag("multi-buffer", "send all frames of a message in one multi-send");
     /** The most frames one message may carry; a peer claiming more is refused (default 100000). */
-    public static final ConfigKey<Integer> MAX_FRAMES =
-            ConfigKey.count("max-frames", 100_000, "most frames one message may carry; a peer claiming more is refused");
+    public static final ConfigKey<Integer> MAX_FRAMES = ConfigKey.count(
+            "max-frames", 100_000, "most frames one message may carry; a peer claiming more is refused");
     /** The largest single frame accepted from a peer: at least 1 byte (default 64 GiB). */
-    public static final ConfigKey<Long> MAX_FRAME_SIZE = ConfigKey.size("max-frame-size", 64L << 30, 1, Long.MAX_VALUE,
-            "largest single frame accepted from a peer");
+    public static final ConfigKey<Long> MAX_FRAME_SIZE =
+            ConfigKey.size("max-frame-size", 64L << 30, 1, Long.MAX_VALUE, "largest single frame accepted from a peer");
     /** The shared secret for the handshake; never printed (shown as {@code (set)}). */
     public static final ConfigKey<String> AUTH_SECRET =
             ConfigKey.secret("auth.secret", "shared secret for the handshake");
@@ -34,6 +34,5 @@ public final class CommKeys {
     public static final List<ConfigKey<?>> ALL =
             List.of(MULTI_BUFFER, MAX_FRAMES, MAX_FRAME_SIZE, AUTH_SECRET, AUTH_SECRET_FILE);
 
-    private CommKeys() {
-    }
+    private CommKeys() {}
 }

@@ -1,9 +1,9 @@
 package org.ucx4j.comm;
 
-import org.ucx4j.MemoryKind;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.Objects;
+import org.ucx4j.MemoryKind;
 
 /**
  * One frame of a {@link Message}: a segment of memory and the kind of memory it is.

@@ -64,7 +64,9 @@ public interface FrameAllocator {
         return new FrameAllocator() {
             @Override
             public MemorySegment allocate(MemoryKind kind, long byteSize, Arena messageScope) {
-                return kind == own ? provider.allocate(byteSize, messageScope) : base.allocate(kind, byteSize, messageScope);
+                return kind == own
+                        ? provider.allocate(byteSize, messageScope)
+                        : base.allocate(kind, byteSize, messageScope);
             }
 
             @Override

@@ -1,10 +1,9 @@
 package org.ucx4j.comm;
 
-import org.ucx4j.MemoryKind;
-import org.ucx4j.HostBufferPool;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import org.ucx4j.HostBufferPool;
+import org.ucx4j.MemoryKind;
 
 /** {@link FrameAllocator#host()}. */
 final class HostFrameAllocator implements FrameAllocator {

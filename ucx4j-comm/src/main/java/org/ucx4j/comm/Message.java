@@ -1,12 +1,11 @@
 package org.ucx4j.comm;
 
-import org.ucx4j.MemoryKind;
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.lang.ref.Cleaner;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.ucx4j.MemoryKind;
 
 /**
  * A message: an ordered list of {@link Frame}s, sent and received whole.
@@ -167,5 +166,4 @@ public final class Message implements AutoCloseable {
             }
         }
     }
-
 }

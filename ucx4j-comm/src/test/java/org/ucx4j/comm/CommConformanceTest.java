@@ -21,7 +21,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -56,7 +55,10 @@ abstract class CommConformanceTest {
     }
 
     static CommOptions options(UcxConfig config) {
-        return CommOptions.builder().config(config).connectTimeout(Duration.ofSeconds(10)).build();
+        return CommOptions.builder()
+                .config(config)
+                .connectTimeout(Duration.ofSeconds(10))
+                .build();
     }
 
     CommListener listen(CommHandler handler) {
@@ -166,7 +168,8 @@ abstract class CommConformanceTest {
         Comm client = p.client();
         Comm server = p.server();
         String scheme = l.address().getScheme();
-        for (URI u : List.of(client.localAddress(), client.peerAddress(), server.localAddress(), server.peerAddress())) {
+        for (URI u :
+                List.of(client.localAddress(), client.peerAddress(), server.localAddress(), server.peerAddress())) {
             assertEquals(scheme, u.getScheme(), u.toString());
         }
         assertEquals(l.address(), client.peerAddress());
@@ -236,14 +239,18 @@ abstract class CommConformanceTest {
         long size = (2L << 30) + 4096 + 3;
         // The listener reports what it received instead of echoing: two copies of 2 GiB are enough.
         CommListener l = listen(comm -> {
-            try (comm; Message m = comm.read()) {
+            try (comm;
+                    Message m = comm.read()) {
                 MemorySegment f = m.frame(0).segment();
                 long sum = 0;
                 for (long i = 0; i < f.byteSize(); i += 4096) {
                     sum += f.get(ValueLayout.JAVA_BYTE, i);
                 }
                 sum += f.get(ValueLayout.JAVA_BYTE, f.byteSize() - 1);
-                comm.write(Message.ofBytes(ByteBuffer.allocate(16).putLong(f.byteSize()).putLong(sum).array()));
+                comm.write(Message.ofBytes(ByteBuffer.allocate(16)
+                        .putLong(f.byteSize())
+                        .putLong(sum)
+                        .array()));
                 comm.read(Duration.ofSeconds(30));
             } catch (CommClosedException e) {
                 // done
@@ -276,21 +283,25 @@ abstract class CommConformanceTest {
         List<CompletableFuture<Void>> clients = new ArrayList<>();
         for (int i = 0; i < 20; i++) {
             int id = i;
-            clients.add(CompletableFuture.runAsync(() -> {
-                try (Comm c = Comms.connect(l.address(), options())) {
-                    for (int k = 0; k < 20; k++) {
-                        byte[] b = pattern(100 + k, id * 100 + k);
-                        c.write(Message.ofBytes(b));
-                        try (Message m = c.read()) {
-                            assertArrayEquals(b, m.frame(0).toByteArray());
+            clients.add(CompletableFuture.runAsync(
+                    () -> {
+                        try (Comm c = Comms.connect(l.address(), options())) {
+                            for (int k = 0; k < 20; k++) {
+                                byte[] b = pattern(100 + k, id * 100 + k);
+                                c.write(Message.ofBytes(b));
+                                try (Message m = c.read()) {
+                                    assertArrayEquals(b, m.frame(0).toByteArray());
+                                }
+                            }
                         }
-                    }
-                }
-            }, r -> Thread.ofVirtual().start(r)));
+                    },
+                    r -> Thread.ofVirtual().start(r)));
         }
         CompletableFuture.allOf(clients.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
         // Late: after the listener has seen every one of the twenty close.
-        await("the listener serves out all twenty clients").atMost(Duration.ofSeconds(30)).until(() -> served.get() == 20);
+        await("the listener serves out all twenty clients")
+                .atMost(Duration.ofSeconds(30))
+                .until(() -> served.get() == 20);
         Comm late = connect(l);
         late.write(Message.ofBytes(pattern(5, 5)));
         try (Message m = late.read()) {
@@ -320,9 +331,11 @@ abstract class CommConformanceTest {
                     byte[] head = ByteBuffer.allocate(8).putInt(id).putInt(k).array();
                     // Sizes around the inline limit and beyond, so messages take different paths.
                     Message m = Message.ofBytes(head, pattern(k * 97 % 20_000, id), head);
-                    writes.add(k % 2 == 0 ? c.writeAsync(m) : CompletableFuture.runAsync(() -> c.write(m), Runnable::run));
+                    writes.add(
+                            k % 2 == 0 ? c.writeAsync(m) : CompletableFuture.runAsync(() -> c.write(m), Runnable::run));
                 }
-                CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).join();
+                CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new))
+                        .join();
             }));
         }
         go.countDown();
@@ -352,13 +365,15 @@ abstract class CommConformanceTest {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment big = nativePattern(arena, 4 << 20, 1);
             for (int i = 0; i < 50; i++) {
-                c.writeAsync(Message.of(Frame.of(new byte[] {(byte) i}), Frame.host(i % 10 == 0 ? big : big.asSlice(0, i))));
+                c.writeAsync(
+                        Message.of(Frame.of(new byte[] {(byte) i}), Frame.host(i % 10 == 0 ? big : big.asSlice(0, i))));
             }
             c.close();
             for (int i = 0; i < 50; i++) {
                 try (Message m = server.read(Duration.ofSeconds(30))) {
                     assertEquals((byte) i, m.frame(0).toByteArray()[0], "message " + i);
-                    assertSamePattern(i % 10 == 0 ? big : big.asSlice(0, i), m.frame(1).segment());
+                    assertSamePattern(
+                            i % 10 == 0 ? big : big.asSlice(0, i), m.frame(1).segment());
                 }
             }
         }
@@ -406,18 +421,22 @@ abstract class CommConformanceTest {
 
     @Test
     void sharedSecretAcceptedAndRefused() throws Exception {
-        CommOptions good = options(UcxConfig.builder().set(CommKeys.AUTH_SECRET, "s3cret-of-the-day").build());
+        CommOptions good = options(UcxConfig.builder()
+                .set(CommKeys.AUTH_SECRET, "s3cret-of-the-day")
+                .build());
         CommListener l = listen(CommConformanceTest::echo, good);
         Comm c = connect(l.address(), good);
         c.write(Message.ofBytes(pattern(9, 9)));
         try (Message m = c.read(Duration.ofSeconds(10))) {
             assertArrayEquals(pattern(9, 9), m.frame(0).toByteArray());
         }
-        CommOptions wrong = options(UcxConfig.builder().set(CommKeys.AUTH_SECRET, "not-the-secret").build());
-        CommAuthenticationException e = assertThrows(CommAuthenticationException.class, () -> connect(l.address(), wrong));
+        CommOptions wrong = options(
+                UcxConfig.builder().set(CommKeys.AUTH_SECRET, "not-the-secret").build());
+        CommAuthenticationException e =
+                assertThrows(CommAuthenticationException.class, () -> connect(l.address(), wrong));
         assertTrue(e.getMessage().contains("secret"), e.getMessage());
-        CommAuthenticationException missing = assertThrows(CommAuthenticationException.class,
-                () -> connect(l.address(), options()));
+        CommAuthenticationException missing =
+                assertThrows(CommAuthenticationException.class, () -> connect(l.address(), options()));
         assertTrue(missing.getMessage().contains("secret"), missing.getMessage());
         // A listener without a secret refuses a client that insists on one.
         CommListener open = listen(CommConformanceTest::echo);
@@ -437,7 +456,10 @@ abstract class CommConformanceTest {
             sizes.put(size, true);
             return FrameAllocator.host().allocate(kind, size, scope);
         };
-        CommOptions opts = CommOptions.builder().config(UcxConfig.builder().build()).allocator(counting).build();
+        CommOptions opts = CommOptions.builder()
+                .config(UcxConfig.builder().build())
+                .allocator(counting)
+                .build();
         CommListener l = listen(CommConformanceTest::echo);
         Comm c = connect(l.address(), opts);
         c.write(Message.ofBytes(new byte[12345], new byte[777]));
@@ -471,8 +493,9 @@ abstract class CommConformanceTest {
             long t0 = System.nanoTime();
             Exception e = assertThrows(Exception.class, () -> pending.get(60, TimeUnit.SECONDS));
             assertTrue(e.getCause() instanceof CommClosedException, e.toString());
-            System.out.printf("%s: read failed %d ms after kill -9%n", getClass().getSimpleName(),
-                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+            System.out.printf(
+                    "%s: read failed %d ms after kill -9%n",
+                    getClass().getSimpleName(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
             assertTrue(c.isClosed());
             assertThrows(CommClosedException.class, () -> c.write(Message.ofBytes(new byte[1])));
         }

@@ -21,11 +21,12 @@ class CommContextTest {
     @Test
     void inprocNamesBelongToTheirContext() throws Exception {
         try (CommContext a = CommContext.create();
-             CommContext b = CommContext.create();
-             CommListener l = a.listen(URI.create("inproc://context-test"), CommConformanceTest::echo,
-                     CommOptions.defaults())) {
+                CommContext b = CommContext.create();
+                CommListener l = a.listen(
+                        URI.create("inproc://context-test"), CommConformanceTest::echo, CommOptions.defaults())) {
             assertThrows(CommException.class, () -> b.connect(l.address(), CommOptions.defaults()));
-            try (CommListener same = b.listen(URI.create("inproc://context-test"), Comm::close, CommOptions.defaults())) {
+            try (CommListener same =
+                    b.listen(URI.create("inproc://context-test"), Comm::close, CommOptions.defaults())) {
                 assertFalse(same.address().toString().isEmpty(), "the name is free in another context");
             }
             try (Comm c = a.connect(l.address(), CommOptions.defaults())) {
@@ -43,9 +44,12 @@ class CommContextTest {
         ctx.close();
         ctx.close(); // idempotent
         assertTrue(ctx.isClosed());
-        assertThrows(IllegalStateException.class,
+        assertThrows(
+                IllegalStateException.class,
                 () -> ctx.listen(URI.create("tcp://127.0.0.1:0"), Comm::close, CommOptions.defaults()));
-        assertThrows(IllegalStateException.class, () -> ctx.connect(URI.create("tcp://127.0.0.1:1"), CommOptions.defaults()));
+        assertThrows(
+                IllegalStateException.class,
+                () -> ctx.connect(URI.create("tcp://127.0.0.1:1"), CommOptions.defaults()));
         assertFalse(CommContext.shared().isClosed(), "the shared context is another one");
     }
 
@@ -57,7 +61,9 @@ class CommContextTest {
         CommContext ctx = CommContext.create();
         CommListener l = ctx.listen(URI.create("ucx://127.0.0.1:0"), CommConformanceTest::echo, CommOptions.defaults());
         List<Thread> progress = Thread.getAllStackTraces().keySet().stream()
-                .filter(t -> !before.contains(t) && t.getName().startsWith("ucx4j-comm") && t.getName().endsWith("-progress"))
+                .filter(t -> !before.contains(t)
+                        && t.getName().startsWith("ucx4j-comm")
+                        && t.getName().endsWith("-progress"))
                 .toList();
         assertFalse(progress.isEmpty(), "the context's UCX worker has a progress thread");
         try (Comm c = ctx.connect(l.address(), CommOptions.defaults())) {

@@ -22,7 +22,9 @@ class CommKeysTest {
         assertEquals(10, config.get(CommKeys.MAX_FRAMES));
         assertTrue(config.entries().contains(new ConfigEntry("max-frames", "10", "builder")));
         // Text from any source reaches the same key.
-        assertEquals(Boolean.TRUE, UcxConfig.builder().set("multi-buffer", "yes").build().get(CommKeys.MULTI_BUFFER));
+        assertEquals(
+                Boolean.TRUE,
+                UcxConfig.builder().set("multi-buffer", "yes").build().get(CommKeys.MULTI_BUFFER));
     }
 
     @Test
@@ -36,12 +38,17 @@ class CommKeysTest {
 
     @Test
     void validatedAtLoadNamingKeyValueAndSource() {
-        UcxConfigException e = assertThrows(UcxConfigException.class,
+        UcxConfigException e = assertThrows(
+                UcxConfigException.class,
                 () -> UcxConfig.builder().set("max-frames", "0").build());
-        assertTrue(e.getMessage().contains("invalid value '0' for ucx4j config key 'max-frames' from builder"),
+        assertTrue(
+                e.getMessage().contains("invalid value '0' for ucx4j config key 'max-frames' from builder"),
                 e.getMessage());
-        assertThrows(UcxConfigException.class, () -> UcxConfig.builder().set(CommKeys.MAX_FRAME_SIZE, 0L).build());
-        UcxConfigException secret = assertThrows(UcxConfigException.class,
+        assertThrows(
+                UcxConfigException.class,
+                () -> UcxConfig.builder().set(CommKeys.MAX_FRAME_SIZE, 0L).build());
+        UcxConfigException secret = assertThrows(
+                UcxConfigException.class,
                 () -> UcxConfig.builder().set(CommKeys.AUTH_SECRET, "  ").build());
         assertFalse(secret.getMessage().contains("'  '"), secret.getMessage());
         assertEquals(Optional.empty(), secret.value());
@@ -49,9 +56,14 @@ class CommKeysTest {
 
     @Test
     void commOptionsReadThem() {
-        CommOptions options = CommOptions.builder().config(UcxConfig.builder().set(CommKeys.MAX_FRAMES, 5)
-                .set(CommKeys.MAX_FRAME_SIZE, 1L << 20).set(CommKeys.MULTI_BUFFER, true)
-                .set(CommKeys.AUTH_SECRET, "s3cret").build()).build();
+        CommOptions options = CommOptions.builder()
+                .config(UcxConfig.builder()
+                        .set(CommKeys.MAX_FRAMES, 5)
+                        .set(CommKeys.MAX_FRAME_SIZE, 1L << 20)
+                        .set(CommKeys.MULTI_BUFFER, true)
+                        .set(CommKeys.AUTH_SECRET, "s3cret")
+                        .build())
+                .build();
         assertEquals(5, options.maxFrames());
         assertEquals(1L << 20, options.maxFrameSize());
         assertTrue(options.multiBuffer());

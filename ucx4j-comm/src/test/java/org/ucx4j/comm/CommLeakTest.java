@@ -25,7 +25,8 @@ class CommLeakTest {
     }
 
     static void cycles(String address, int n) {
-        CommOptions o = CommOptions.builder().config(UcxConfig.builder().build()).build();
+        CommOptions o =
+                CommOptions.builder().config(UcxConfig.builder().build()).build();
         try (CommListener l = Comms.listen(URI.create(address), CommConformanceTest::echo, o)) {
             for (int i = 0; i < n; i++) {
                 try (Comm c = Comms.connect(l.address(), o)) {
@@ -52,16 +53,19 @@ class CommLeakTest {
             cycles(a, 5); // warm-up: UCX's first context maps its shared libraries
             // The baseline once the warm-up's connections and the UCX runtime (it lingers after its last
             // user) have ended their threads.
-            await(a + ": the warm-up's ucx4j threads end").atMost(Duration.ofSeconds(40))
+            await(a + ": the warm-up's ucx4j threads end")
+                    .atMost(Duration.ofSeconds(40))
                     .until(() -> ucx4jThreads().isEmpty());
             int fds = fds();
             int threads = Thread.activeCount();
             cycles(a, a.startsWith("ucx") ? 100 : 300);
             // A ucx close lingers until the peer disconnects (at most 30 s), then the runtime 2 s more.
-            await(a + ": file descriptors and threads come back").atMost(Duration.ofSeconds(40))
+            await(a + ": file descriptors and threads come back")
+                    .atMost(Duration.ofSeconds(40))
                     .untilAsserted(() -> {
                         assertTrue(fds() <= fds + 4, a + ": file descriptors " + fds + " -> " + fds());
-                        assertTrue(Thread.activeCount() <= threads + 4,
+                        assertTrue(
+                                Thread.activeCount() <= threads + 4,
                                 a + ": threads " + threads + " -> " + Thread.activeCount() + " " + ucx4jThreads());
                     });
             System.out.printf("%s: fds %d -> %d, threads %d -> %d%n", a, fds, fds(), threads, Thread.activeCount());

@@ -26,7 +26,9 @@ public final class CommPeerMain {
     }
 
     public static void main(String[] args) throws Exception {
-        CommOptions options = CommOptions.builder().config(org.ucx4j.UcxConfig.builder().build()).build();
+        CommOptions options = CommOptions.builder()
+                .config(org.ucx4j.UcxConfig.builder().build())
+                .build();
         if (args[0].equals("listen")) {
             CommListener l = Comms.listen(URI.create(args[1]), CommPeerMain::echo, options);
             System.out.println("ADDRESS " + l.address());

@@ -75,14 +75,16 @@ class UcxCommTest extends CommConformanceTest {
     void malformedIplessAddressesAreRefusedNamingTheProblem() {
         String worker = "ucx-worker://" + listen(c -> {}).addresses().get(1).getAuthority();
         for (String[] bad : new String[][] {
-                {worker, "no listener number"},
-                {worker + "/", "no listener number"},
-                {worker + "/x1", "'x1' is not a number"},
-                {worker + "/4294967296", "out of range"},
-                {"ucx-worker://not.base64/0", "not a ucx4j worker address"}}) {
-            Exception e = org.junit.jupiter.api.Assertions.assertThrows(Exception.class, () -> connect(URI.create(bad[0]), options()));
-            org.junit.jupiter.api.Assertions.assertTrue(String.valueOf(e.getMessage()).contains(bad[1]),
-                    bad[0] + ": " + e.getMessage());
+            {worker, "no listener number"},
+            {worker + "/", "no listener number"},
+            {worker + "/x1", "'x1' is not a number"},
+            {worker + "/4294967296", "out of range"},
+            {"ucx-worker://not.base64/0", "not a ucx4j worker address"}
+        }) {
+            Exception e = org.junit.jupiter.api.Assertions.assertThrows(
+                    Exception.class, () -> connect(URI.create(bad[0]), options()));
+            org.junit.jupiter.api.Assertions.assertTrue(
+                    String.valueOf(e.getMessage()).contains(bad[1]), bad[0] + ": " + e.getMessage());
         }
     }
 
@@ -113,7 +115,8 @@ class UcxCommTest extends CommConformanceTest {
             for (int i = 0; i < n; i++) {
                 try (Message m = c.read(Duration.ofSeconds(30))) {
                     assertEquals(2, m.frames().size(), "message " + i);
-                    assertArrayEquals(pattern(sizes[i % sizes.length], i), m.frame(0).toByteArray(), "message " + i);
+                    assertArrayEquals(
+                            pattern(sizes[i % sizes.length], i), m.frame(0).toByteArray(), "message " + i);
                     assertArrayEquals(pattern(8, -i), m.frame(1).toByteArray(), "message " + i);
                 }
             }
@@ -123,7 +126,8 @@ class UcxCommTest extends CommConformanceTest {
 
     @Test
     void multiBufferMode() throws Exception {
-        CommOptions multi = options(org.ucx4j.UcxConfig.builder().set(CommKeys.MULTI_BUFFER, true).build());
+        CommOptions multi = options(
+                org.ucx4j.UcxConfig.builder().set(CommKeys.MULTI_BUFFER, true).build());
         CommListener l = listen(CommConformanceTest::echo, multi);
         Comm c = connect(l.address(), multi);
         for (int n : new int[] {1, 2, 3, 4, 8}) {

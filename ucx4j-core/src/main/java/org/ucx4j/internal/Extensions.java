@@ -34,7 +34,10 @@ public final class Extensions {
             try {
                 e.beforeContextInit(config).forEach(defaults::putIfAbsent);
             } catch (RuntimeException ex) {
-                LOG.warn("ucx4j extension {} failed before UCX initialised", e.getClass().getName(), ex);
+                LOG.warn(
+                        "ucx4j extension {} failed before UCX initialised",
+                        e.getClass().getName(),
+                        ex);
             }
         }
         return defaults;
@@ -46,7 +49,10 @@ public final class Extensions {
             try {
                 e.onProgressThreadStart();
             } catch (RuntimeException ex) {
-                LOG.warn("ucx4j extension {} failed on a progress thread", e.getClass().getName(), ex);
+                LOG.warn(
+                        "ucx4j extension {} failed on a progress thread",
+                        e.getClass().getName(),
+                        ex);
             }
         }
     }

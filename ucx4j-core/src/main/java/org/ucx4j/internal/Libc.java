@@ -42,10 +42,11 @@ public final class Libc {
         // poll blocks: it must not be critical. errno is not captured: a poll interrupted by a signal
         // (EINTR) returns -1, which reads as "not readable", and every caller polls again in a loop.
         POLL = NativeLinker.downcall(libc, "poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
-        MALLOC = NativeLinker.downcall(libc, "malloc", FunctionDescriptor.of(ADDRESS, JAVA_LONG),
-                Linker.Option.critical(false));
+        MALLOC = NativeLinker.downcall(
+                libc, "malloc", FunctionDescriptor.of(ADDRESS, JAVA_LONG), Linker.Option.critical(false));
         FREE = NativeLinker.downcall(libc, "free", FunctionDescriptor.ofVoid(ADDRESS), Linker.Option.critical(false));
-        OPEN_MEMSTREAM = NativeLinker.downcall(libc, "open_memstream", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
+        OPEN_MEMSTREAM =
+                NativeLinker.downcall(libc, "open_memstream", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
         FCLOSE = NativeLinker.downcall(libc, "fclose", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         FFLUSH = NativeLinker.downcall(libc, "fflush", FunctionDescriptor.of(JAVA_INT, ADDRESS));
     }
@@ -146,5 +147,4 @@ public final class Libc {
             throw NativeCalls.unchecked(t);
         }
     }
-
 }

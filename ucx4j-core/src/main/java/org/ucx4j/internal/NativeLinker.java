@@ -53,8 +53,8 @@ public final class NativeLinker {
      *
      * @throws UnsatisfiedLinkError naming the symbol when it is missing
      */
-    public static MethodHandle downcall(SymbolLookup lookup, String name, FunctionDescriptor fd,
-                                        Linker.Option... options) {
+    public static MethodHandle downcall(
+            SymbolLookup lookup, String name, FunctionDescriptor fd, Linker.Option... options) {
         MemorySegment symbol = lookup.find(name)
                 .orElseThrow(() -> new UnsatisfiedLinkError("symbol not found in UCX library: " + name));
         return LINKER.downcallHandle(symbol, fd, options);
@@ -113,8 +113,7 @@ public final class NativeLinker {
      * @param cleanup what to do when the arena closes; null for nothing
      * @return the view
      */
-    public static MemorySegment view(MemorySegment address, long size, Arena arena,
-                                     Consumer<MemorySegment> cleanup) {
+    public static MemorySegment view(MemorySegment address, long size, Arena arena, Consumer<MemorySegment> cleanup) {
         return address.reinterpret(size, arena, cleanup);
     }
 }

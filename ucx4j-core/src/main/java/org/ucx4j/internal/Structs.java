@@ -134,9 +134,8 @@ public final class Structs {
             ADDRESS.withName("memh"));
 
     /** {@code ucp_tag_recv_info_t}. */
-    public static final StructLayout UCP_TAG_RECV_INFO = MemoryLayout.structLayout(
-            JAVA_LONG.withName("sender_tag"),
-            JAVA_LONG.withName("length"));
+    public static final StructLayout UCP_TAG_RECV_INFO =
+            MemoryLayout.structLayout(JAVA_LONG.withName("sender_tag"), JAVA_LONG.withName("length"));
 
     /** {@code ucp_am_handler_param_t}. */
     public static final StructLayout UCP_AM_HANDLER_PARAM = MemoryLayout.structLayout(
@@ -147,9 +146,8 @@ public final class Structs {
             ADDRESS.withName("arg"));
 
     /** {@code ucp_am_recv_param_t}. */
-    public static final StructLayout UCP_AM_RECV_PARAM = MemoryLayout.structLayout(
-            JAVA_LONG.withName("recv_attr"),
-            ADDRESS.withName("reply_ep"));
+    public static final StructLayout UCP_AM_RECV_PARAM =
+            MemoryLayout.structLayout(JAVA_LONG.withName("recv_attr"), ADDRESS.withName("reply_ep"));
 
     // ---------------------------------------------------------------- RMA (memory regions, remote keys)
 

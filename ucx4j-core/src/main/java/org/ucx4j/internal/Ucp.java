@@ -67,7 +67,8 @@ public final class Ucp {
     public static final MethodHandle worker_query = fn("ucp_worker_query", status(ADDRESS, ADDRESS));
     public static final MethodHandle worker_release_address =
             fn("ucp_worker_release_address", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
-    public static final MethodHandle worker_progress = fn("ucp_worker_progress", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    public static final MethodHandle worker_progress =
+            fn("ucp_worker_progress", FunctionDescriptor.of(JAVA_INT, ADDRESS));
     public static final MethodHandle worker_get_efd = fn("ucp_worker_get_efd", status(ADDRESS, ADDRESS));
     public static final MethodHandle worker_arm = fn("ucp_worker_arm", status(ADDRESS));
     public static final MethodHandle worker_signal = tiny("ucp_worker_signal", status(ADDRESS));
@@ -110,7 +111,8 @@ public final class Ucp {
             fn("ucp_am_data_release", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
 
     // Requests.
-    public static final MethodHandle request_cancel = fn("ucp_request_cancel", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+    public static final MethodHandle request_cancel =
+            fn("ucp_request_cancel", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
     public static final MethodHandle request_free = tiny("ucp_request_free", FunctionDescriptor.ofVoid(ADDRESS));
 
     // RMA: memory regions, remote keys, put/get, fence (all in UCX 1.13; *_nbx since 1.9).
@@ -129,7 +131,8 @@ public final class Ucp {
     public static final MethodHandle worker_fence = fn("ucp_worker_fence", status(ADDRESS));
 
     // Status text (libucs, reached through libucp's dependencies).
-    private static final MethodHandle status_string = tiny("ucs_status_string", FunctionDescriptor.of(ADDRESS, JAVA_BYTE));
+    private static final MethodHandle status_string =
+            tiny("ucs_status_string", FunctionDescriptor.of(ADDRESS, JAVA_BYTE));
 
     /**
      * UCX's own text for a status code.

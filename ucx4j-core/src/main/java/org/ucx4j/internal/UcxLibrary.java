@@ -61,8 +61,13 @@ public final class UcxLibrary {
     private final List<Attempt> attempts;
     private final Map<String, String> environment;
 
-    private UcxLibrary(SymbolLookup lookup, String path, String origin, int[] version, List<Attempt> attempts,
-                       Map<String, String> environment) {
+    private UcxLibrary(
+            SymbolLookup lookup,
+            String path,
+            String origin,
+            int[] version,
+            List<Attempt> attempts,
+            Map<String, String> environment) {
         this.lookup = lookup;
         this.path = path;
         this.origin = origin;
@@ -151,11 +156,16 @@ public final class UcxLibrary {
                 continue;
             }
             if (version[0] < MIN_MAJOR || (version[0] == MIN_MAJOR && version[1] < MIN_MINOR)) {
-                attempts.add(new Attempt(location, origin, "UCX " + version[0] + "." + version[1] + "." + version[2]
-                        + " is older than the minimum " + MIN_MAJOR + "." + MIN_MINOR));
+                attempts.add(new Attempt(
+                        location,
+                        origin,
+                        "UCX " + version[0] + "." + version[1] + "." + version[2] + " is older than the minimum "
+                                + MIN_MAJOR + "." + MIN_MINOR));
                 continue;
             }
-            String resolved = location.indexOf('/') >= 0 ? location : mappedPath("libucp.so").orElse(location);
+            String resolved = location.indexOf('/') >= 0
+                    ? location
+                    : mappedPath("libucp.so").orElse(location);
             attempts.add(new Attempt(location, origin, "loaded " + resolved));
             return new State(new UcxLibrary(lookup, resolved, origin, version, attempts, applied), null);
         }
@@ -191,20 +201,32 @@ public final class UcxLibrary {
     }
 
     private static UnsatisfiedLinkError unavailable(List<Attempt> attempts, String headline, Throwable cause) {
-        StringBuilder sb = new StringBuilder("UCX is not available: ").append(headline).append('.');
+        StringBuilder sb =
+                new StringBuilder("UCX is not available: ").append(headline).append('.');
         if (!attempts.isEmpty()) {
             sb.append("\nTried, in order:");
             for (Attempt a : attempts) {
-                sb.append("\n  - ").append(a.candidate()).append(" (").append(a.origin()).append("): ")
+                sb.append("\n  - ")
+                        .append(a.candidate())
+                        .append(" (")
+                        .append(a.origin())
+                        .append("): ")
                         .append(a.outcome());
             }
         }
-        sb.append("\nTo install UCX ").append(MIN_MAJOR).append('.').append(MIN_MINOR).append(" or newer:")
+        sb.append("\nTo install UCX ")
+                .append(MIN_MAJOR)
+                .append('.')
+                .append(MIN_MINOR)
+                .append(" or newer:")
                 .append("\n  Debian/Ubuntu: sudo apt-get install -y libucx0")
                 .append("\n  pip (CUDA-enabled UCX): pip install libucx-cu13  (or libucx-cu12)")
                 .append("\n  conda: conda install -c conda-forge ucx")
-                .append("\nor point ucx4j at an existing libucp.so with -D").append(LIBRARY_PROPERTY)
-                .append("=/path/to/libucp.so or ").append(LIBRARY_ENV).append("=/path/to/libucp.so.");
+                .append("\nor point ucx4j at an existing libucp.so with -D")
+                .append(LIBRARY_PROPERTY)
+                .append("=/path/to/libucp.so or ")
+                .append(LIBRARY_ENV)
+                .append("=/path/to/libucp.so.");
         UnsatisfiedLinkError error = new UnsatisfiedLinkError(sb.toString());
         if (cause != null) {
             error.initCause(cause);
@@ -319,8 +341,8 @@ public final class UcxLibrary {
     }
 
     private static int[] version(SymbolLookup lookup) throws Throwable {
-        MethodHandle getVersion = NativeLinker.downcall(lookup, "ucp_get_version",
-                FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS));
+        MethodHandle getVersion =
+                NativeLinker.downcall(lookup, "ucp_get_version", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS));
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment v = arena.allocate(JAVA_INT, 3);
             getVersion.invokeExact(v, v.asSlice(4), v.asSlice(8));

@@ -28,8 +28,13 @@ public interface UpcallTarget {
      * @return the {@code ucs_status_t} to give UCX: OK when the data was consumed, INPROGRESS when it is
      *     being received or kept
      */
-    byte onActiveMessage(int handlerId, MemorySegment header, long headerLength, MemorySegment data, long length,
-                         MemorySegment param);
+    byte onActiveMessage(
+            int handlerId,
+            MemorySegment header,
+            long headerLength,
+            MemorySegment data,
+            long length,
+            MemorySegment param);
 
     /** An upcall itself failed: report it, never rethrow into native code. */
     void onUpcallFailure(String what, Throwable failure);

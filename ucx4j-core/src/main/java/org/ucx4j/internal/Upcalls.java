@@ -1,6 +1,5 @@
 package org.ucx4j.internal;
 
-import org.ucx4j.UcxStatus;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -10,6 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.ucx4j.UcxStatus;
 
 /**
  * The upcall stubs, one per C callback signature, created once for the JVM. UCX hands back the
@@ -32,27 +32,38 @@ public final class Upcalls {
     private static volatile UpcallTarget[] targets = new UpcallTarget[16];
 
     /** {@code void (*)(void *request, ucs_status_t status, void *user_data)}: sends, flushes, closes. */
-    public static final MemorySegment SEND = NativeLinker.upcall(Upcalls.class, "send",
+    public static final MemorySegment SEND = NativeLinker.upcall(
+            Upcalls.class,
+            "send",
             MethodType.methodType(void.class, MemorySegment.class, byte.class, MemorySegment.class),
             FunctionDescriptor.ofVoid(ADDRESS, JAVA_BYTE, ADDRESS));
 
     /** {@code void (*)(void *request, ucs_status_t, const ucp_tag_recv_info_t *, void *user_data)}. */
-    public static final MemorySegment TAG_RECV = NativeLinker.upcall(Upcalls.class, "tagRecv",
-            MethodType.methodType(void.class, MemorySegment.class, byte.class, MemorySegment.class, MemorySegment.class),
+    public static final MemorySegment TAG_RECV = NativeLinker.upcall(
+            Upcalls.class,
+            "tagRecv",
+            MethodType.methodType(
+                    void.class, MemorySegment.class, byte.class, MemorySegment.class, MemorySegment.class),
             FunctionDescriptor.ofVoid(ADDRESS, JAVA_BYTE, ADDRESS, ADDRESS));
 
     /** {@code void (*)(void *request, ucs_status_t, size_t length, void *user_data)}: stream and AM data. */
-    public static final MemorySegment STREAM_RECV = NativeLinker.upcall(Upcalls.class, "streamRecv",
+    public static final MemorySegment STREAM_RECV = NativeLinker.upcall(
+            Upcalls.class,
+            "streamRecv",
             MethodType.methodType(void.class, MemorySegment.class, byte.class, long.class, MemorySegment.class),
             FunctionDescriptor.ofVoid(ADDRESS, JAVA_BYTE, JAVA_LONG, ADDRESS));
 
     /** {@code void (*)(void *arg, ucp_ep_h ep, ucs_status_t status)}. */
-    public static final MemorySegment EP_ERROR = NativeLinker.upcall(Upcalls.class, "endpointError",
+    public static final MemorySegment EP_ERROR = NativeLinker.upcall(
+            Upcalls.class,
+            "endpointError",
             MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class, byte.class),
             FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_BYTE));
 
     /** {@code void (*)(ucp_conn_request_h conn_request, void *arg)}. */
-    public static final MemorySegment CONN_REQUEST = NativeLinker.upcall(Upcalls.class, "connectionRequest",
+    public static final MemorySegment CONN_REQUEST = NativeLinker.upcall(
+            Upcalls.class,
+            "connectionRequest",
             MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class),
             FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
 
@@ -60,11 +71,18 @@ public final class Upcalls {
      * {@code ucs_status_t (*)(void *arg, const void *header, size_t header_length, void *data,
      * size_t length, const ucp_am_recv_param_t *param)}.
      */
-    public static final MemorySegment AM_RECV = NativeLinker.upcall(Upcalls.class, "activeMessage",
-            MethodType.methodType(byte.class, MemorySegment.class, MemorySegment.class, long.class, MemorySegment.class,
-                    long.class, MemorySegment.class),
+    public static final MemorySegment AM_RECV = NativeLinker.upcall(
+            Upcalls.class,
+            "activeMessage",
+            MethodType.methodType(
+                    byte.class,
+                    MemorySegment.class,
+                    MemorySegment.class,
+                    long.class,
+                    MemorySegment.class,
+                    long.class,
+                    MemorySegment.class),
             FunctionDescriptor.of(JAVA_BYTE, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
-
 
     private Upcalls() {}
 
@@ -187,8 +205,13 @@ public final class Upcalls {
         }
     }
 
-    static byte activeMessage(MemorySegment arg, MemorySegment header, long headerLength, MemorySegment data,
-                              long length, MemorySegment param) {
+    static byte activeMessage(
+            MemorySegment arg,
+            MemorySegment header,
+            long headerLength,
+            MemorySegment data,
+            long length,
+            MemorySegment param) {
         long word = arg.address();
         UpcallTarget t = target(word);
         if (t == null) {

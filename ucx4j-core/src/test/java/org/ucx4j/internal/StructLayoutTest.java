@@ -45,6 +45,7 @@ class StructLayoutTest {
 
     /** Probe output: "S type size", "A type align", "O type member offset size", "C name value". */
     private static final Map<String, Long> SIZES = new LinkedHashMap<>();
+
     private static final Map<String, Long> ALIGNS = new LinkedHashMap<>();
     private static final Map<String, long[]> MEMBERS = new LinkedHashMap<>();
     private static final Map<String, Long> CONSTANTS = new LinkedHashMap<>();
@@ -84,7 +85,7 @@ class StructLayoutTest {
                 case "A" -> ALIGNS.put(f[1], Long.parseLong(f[2]));
                 case "O" -> MEMBERS.put(f[1] + " " + f[2], new long[] {Long.parseLong(f[3]), Long.parseLong(f[4])});
                 case "C" -> CONSTANTS.put(f[1], Long.parseLong(f[2]));
-                case "" -> { }
+                case "" -> {}
                 default -> fail("unexpected probe line: " + line);
             }
         }
@@ -98,7 +99,8 @@ class StructLayoutTest {
             if (size == null) {
                 errors.add(e.getKey() + ": no size from the probe");
             } else if (size != e.getValue().byteSize()) {
-                errors.add("sizeof(" + e.getKey() + ") is " + size + ", the Java layout has " + e.getValue().byteSize());
+                errors.add("sizeof(" + e.getKey() + ") is " + size + ", the Java layout has "
+                        + e.getValue().byteSize());
             }
         }
         assertTrue(errors.isEmpty(), String.join("\n", errors));
@@ -173,8 +175,10 @@ class StructLayoutTest {
         long hMajor = CONSTANTS.get("UCP_API_MAJOR");
         long hMinor = CONSTANTS.get("UCP_API_MINOR");
         assertEquals(hMajor, major, "UcxContext.API_MAJOR");
-        assertTrue(minor <= hMinor, "UcxContext asks ucp_init_version for API " + major + "." + minor
-                + " but the header is " + hMajor + "." + hMinor);
+        assertTrue(
+                minor <= hMinor,
+                "UcxContext asks ucp_init_version for API " + major + "." + minor + " but the header is " + hMajor + "."
+                        + hMinor);
         assertEquals(UcxLibrary.MIN_MINOR, minor, "UcxContext.API_MINOR should be the minimum supported UCX");
     }
 
@@ -188,17 +192,22 @@ class StructLayoutTest {
             if (s == UcxStatus.UNKNOWN) {
                 continue;
             }
-            String c = switch (s) {
-                case OK, INPROGRESS -> "UCS_" + s.name();
-                default -> "UCS_ERR_" + s.name();
-            };
+            String c =
+                    switch (s) {
+                        case OK, INPROGRESS -> "UCS_" + s.name();
+                        default -> "UCS_ERR_" + s.name();
+                    };
             out.add(new Constant("UcxStatus." + s.name(), s.code(), c));
         }
         // Link and endpoint failure ranges used by UcxStatus.isPeerFailure.
         out.add(new Constant("UcxStatus.isPeerFailure upper bound", -40, "UCS_ERR_FIRST_LINK_FAILURE"));
         out.add(new Constant("UcxStatus.isPeerFailure lower bound", -89, "UCS_ERR_LAST_ENDPOINT_FAILURE"));
-        assertTrue(UcxStatus.isPeerFailure(-40) && UcxStatus.isPeerFailure(-89)
-                && !UcxStatus.isPeerFailure(-39) && !UcxStatus.isPeerFailure(-90), "isPeerFailure bounds moved");
+        assertTrue(
+                UcxStatus.isPeerFailure(-40)
+                        && UcxStatus.isPeerFailure(-89)
+                        && !UcxStatus.isPeerFailure(-39)
+                        && !UcxStatus.isPeerFailure(-90),
+                "isPeerFailure bounds moved");
 
         String worker = "org.ucx4j.WorkerConnections";
         add(out, worker, "EP_PARAM_FIELD_ERR_HANDLING_MODE", "UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE");
@@ -231,7 +240,11 @@ class StructLayoutTest {
         add(out, context, "PARAM_FIELD_NAME", "UCP_PARAM_FIELD_NAME");
         add(out, context, "CONFIG_PRINT_CONFIG", "UCS_CONFIG_PRINT_CONFIG");
 
-        add(out, "org.ucx4j.UcxListener", "CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR", "UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR");
+        add(
+                out,
+                "org.ucx4j.UcxListener",
+                "CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR",
+                "UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR");
 
         String region = "org.ucx4j.MemoryRegion";
         add(out, region, "MEM_MAP_PARAM_FIELD_ADDRESS", "UCP_MEM_MAP_PARAM_FIELD_ADDRESS");
@@ -246,8 +259,8 @@ class StructLayoutTest {
         add(out, sockaddrs, "AF_INET", "AF_INET");
         add(out, sockaddrs, "AF_INET6", "AF_INET6");
         add(out, sockaddrs, "MAX_SIZE", "sizeof(struct sockaddr_storage)");
-        out.add(new Constant("Structs.SOCKADDR_STORAGE_SIZE", Structs.SOCKADDR_STORAGE_SIZE,
-                "sizeof(struct sockaddr_storage)"));
+        out.add(new Constant(
+                "Structs.SOCKADDR_STORAGE_SIZE", Structs.SOCKADDR_STORAGE_SIZE, "sizeof(struct sockaddr_storage)"));
         out.add(new Constant("Sockaddrs.write IPv4 length", 16, "sizeof(struct sockaddr_in)"));
         out.add(new Constant("Sockaddrs.write IPv6 length", 28, "sizeof(struct sockaddr_in6)"));
         out.add(new Constant("Sockaddrs family offset", 0, "offsetof(struct sockaddr_in, sin_family)"));
@@ -267,8 +280,10 @@ class StructLayoutTest {
     }
 
     private static void add(List<Constant> out, String className, String field, String cExpression) throws Exception {
-        out.add(new Constant(className.substring(className.lastIndexOf('.') + 1) + "." + field,
-                staticValue(className, field), cExpression));
+        out.add(new Constant(
+                className.substring(className.lastIndexOf('.') + 1) + "." + field,
+                staticValue(className, field),
+                cExpression));
     }
 
     private static long staticValue(String className, String field) throws Exception {
@@ -290,13 +305,20 @@ class StructLayoutTest {
             c.append("    S(").append(type).append(");\n");
             for (MemoryLayout member : e.getValue().memberLayouts()) {
                 if (member.name().isPresent()) {
-                    c.append("    O(").append(type).append(", ").append(member.name().get()).append(");\n");
+                    c.append("    O(")
+                            .append(type)
+                            .append(", ")
+                            .append(member.name().get())
+                            .append(");\n");
                 }
             }
         }
         for (Constant k : constants) {
-            c.append("    C(\"").append(key(k.cExpression())).append("\", ")
-                    .append(k.cExpression()).append(");\n");
+            c.append("    C(\"")
+                    .append(key(k.cExpression()))
+                    .append("\", ")
+                    .append(k.cExpression())
+                    .append(");\n");
         }
         c.append("    C(\"UCP_API_MAJOR\", UCP_API_MAJOR);\n    C(\"UCP_API_MINOR\", UCP_API_MINOR);\n");
         c.append("    return 0;\n}\n");
@@ -327,14 +349,17 @@ class StructLayoutTest {
     }
 
     private static void missing(String what) {
-        Requirements.assume("the C toolchain for UCX's headers", false, what + "; " + INSTALL_HINT,
-                Requirements.REQUIRE_NATIVE);
+        Requirements.assume(
+                "the C toolchain for UCX's headers", false, what + "; " + INSTALL_HINT, Requirements.REQUIRE_NATIVE);
     }
 
     private record ProcessResult(int exitCode, String output) {}
 
     private static ProcessResult exec(Path dir, String... command) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true).start();
+        Process p = new ProcessBuilder(command)
+                .directory(dir.toFile())
+                .redirectErrorStream(true)
+                .start();
         byte[] out = p.getInputStream().readAllBytes();
         if (!p.waitFor(60, TimeUnit.SECONDS)) {
             p.destroyForcibly();

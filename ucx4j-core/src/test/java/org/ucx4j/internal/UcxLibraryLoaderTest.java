@@ -12,8 +12,8 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.ucx4j.testsupport.ChildJvm;
 import org.ucx4j.testing.LoaderProbeMain;
+import org.ucx4j.testsupport.ChildJvm;
 import org.ucx4j.testsupport.Requirements;
 
 /**
@@ -50,7 +50,8 @@ class UcxLibraryLoaderTest {
     @Test
     void explicitPathThatDoesNotExistIsReportedWithInstallInstructions() throws Exception {
         String missing = "/nonexistent/libucp.so";
-        ChildJvm.Result r = child().jvm("-D" + UcxLibrary.LIBRARY_PROPERTY + "=" + missing).run(CHILD_TIMEOUT);
+        ChildJvm.Result r =
+                child().jvm("-D" + UcxLibrary.LIBRARY_PROPERTY + "=" + missing).run(CHILD_TIMEOUT);
         assertEquals(0, r.exitCode(), r.output());
         assertEquals("false", r.require("available"), r.output());
         String message = cause(r);
@@ -71,7 +72,8 @@ class UcxLibraryLoaderTest {
         assertEquals(0, r.exitCode(), r.output());
         assertEquals("false", r.require("available"), r.output());
         String message = cause(r);
-        assertTrue(message.contains(dir.resolve("libucp.so").toString()), "message does not name the file:\n" + message);
+        assertTrue(
+                message.contains(dir.resolve("libucp.so").toString()), "message does not name the file:\n" + message);
         assertTrue(message.contains("not loadable"), "message does not say 'not loadable':\n" + message);
         assertTrue(message.contains(UcxLibrary.LIBRARY_ENV), "message does not name the origin:\n" + message);
         assertInstallInstructions(message);
@@ -110,7 +112,8 @@ class UcxLibraryLoaderTest {
         String path = first.require("path");
         assertTrue(path.startsWith("/") && Files.isRegularFile(Path.of(path)), "not a file: " + path);
 
-        ChildJvm.Result r = child().jvm("-D" + UcxLibrary.LIBRARY_PROPERTY + "=" + path).run(CHILD_TIMEOUT);
+        ChildJvm.Result r =
+                child().jvm("-D" + UcxLibrary.LIBRARY_PROPERTY + "=" + path).run(CHILD_TIMEOUT);
         assertEquals(0, r.exitCode(), r.output());
         assertEquals("true", r.require("available"), r.output());
         assertEquals("-D" + UcxLibrary.LIBRARY_PROPERTY, r.require("origin"), r.output());
@@ -120,11 +123,14 @@ class UcxLibraryLoaderTest {
 
     @Test
     void withoutNativeAccessTheMessageNamesTheFlag() throws Exception {
-        ChildJvm.Result r = child().withoutNativeAccess().jvm("--illegal-native-access=deny").run(CHILD_TIMEOUT);
+        ChildJvm.Result r = child().withoutNativeAccess()
+                .jvm("--illegal-native-access=deny")
+                .run(CHILD_TIMEOUT);
         assertEquals(0, r.exitCode(), r.output());
         assertEquals("false", r.require("available"), r.output());
         String message = cause(r);
-        assertTrue(message.contains("--enable-native-access"),
+        assertTrue(
+                message.contains("--enable-native-access"),
                 "message does not name --enable-native-access:\n" + r.output());
     }
 

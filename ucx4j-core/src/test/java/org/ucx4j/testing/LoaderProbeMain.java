@@ -22,7 +22,9 @@ public final class LoaderProbeMain {
             Map<String, String> preset = Ucx.presetEnvironment();
             System.out.println("preset=" + preset);
             System.out.println("preset.UCX_ERROR_SIGNALS="
-                    + (preset.containsKey("UCX_ERROR_SIGNALS") ? "'" + preset.get("UCX_ERROR_SIGNALS") + "'" : "<absent>"));
+                    + (preset.containsKey("UCX_ERROR_SIGNALS")
+                            ? "'" + preset.get("UCX_ERROR_SIGNALS") + "'"
+                            : "<absent>"));
             String env = Libc.getenv("UCX_ERROR_SIGNALS");
             System.out.println("getenv.UCX_ERROR_SIGNALS=" + (env == null ? "<null>" : "'" + env + "'"));
         } else {

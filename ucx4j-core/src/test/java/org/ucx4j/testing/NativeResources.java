@@ -14,9 +14,14 @@ import java.util.stream.Stream;
 
 /** Open file descriptors and bytes in use by malloc, for leak checks. */
 public final class NativeResources {
-    private static final MethodHandle MALLINFO2 = Linker.nativeLinker().defaultLookup().find("mallinfo2")
-            .map(s -> Linker.nativeLinker().downcallHandle(s,
-                    FunctionDescriptor.of(MemoryLayout.structLayout(MemoryLayout.sequenceLayout(10, ValueLayout.JAVA_LONG)))))
+    private static final MethodHandle MALLINFO2 = Linker.nativeLinker()
+            .defaultLookup()
+            .find("mallinfo2")
+            .map(s -> Linker.nativeLinker()
+                    .downcallHandle(
+                            s,
+                            FunctionDescriptor.of(
+                                    MemoryLayout.structLayout(MemoryLayout.sequenceLayout(10, ValueLayout.JAVA_LONG)))))
             .orElse(null);
 
     private NativeResources() {}

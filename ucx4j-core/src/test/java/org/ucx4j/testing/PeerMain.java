@@ -80,15 +80,16 @@ public final class PeerMain {
             case "am-echo-server" -> amEchoServer(options);
             case "address-server" -> addressServer(options, java.nio.file.Path.of(args[1]));
             case "rma-server" -> rmaServer(options, Long.parseLong(args[1]), args[2].equals("allocate"));
-            case "clients" -> clients(options, Integer.parseInt(args[1]), Integer.parseInt(args[2]),
-                    Integer.parseInt(args[3]));
+            case "clients" ->
+                clients(options, Integer.parseInt(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]));
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
     }
 
     private static void echoServer(WorkerOptions options, boolean sink) throws Exception {
         Map<Integer, UcxEndpoint> clients = new ConcurrentHashMap<>();
-        try (UcxContext ctx = UcxContext.create(); UcxWorker worker = ctx.newWorker(options)) {
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker worker = ctx.newWorker(options)) {
             UcxListener listener = worker.listen(0, ep -> Thread.ofVirtual().start(() -> serve(ep, clients, sink)));
             System.out.println("PORT " + listener.port());
             System.out.flush();
@@ -115,7 +116,8 @@ public final class PeerMain {
                     try {
                         ep.tagSend(buf.asSlice(0, info.length()), info.senderTag() | EchoProtocol.REPLY_BIT);
                         if (TRACE) {
-                            System.out.println("SENT tag=0x" + Long.toHexString(info.senderTag() | EchoProtocol.REPLY_BIT));
+                            System.out.println(
+                                    "SENT tag=0x" + Long.toHexString(info.senderTag() | EchoProtocol.REPLY_BIT));
                         }
                     } catch (RuntimeException e) {
                         System.out.println("SEND-FAILED " + e);
@@ -128,7 +130,7 @@ public final class PeerMain {
     /** Echoes every message of the simple active-message channel back to its sender. */
     private static void amEchoServer(WorkerOptions options) throws Exception {
         try (UcxContext ctx = UcxContext.builder().option("RNDV_THRESH", "1024").build();
-             UcxWorker worker = ctx.newWorker(options)) {
+                UcxWorker worker = ctx.newWorker(options)) {
             UcxListener listener = worker.listen(0, ep -> Thread.ofVirtual().start(() -> {
                 try {
                     while (true) {
@@ -152,8 +154,9 @@ public final class PeerMain {
      * by connecting back to the sender's worker address and echoes tag messages to it.
      */
     private static void addressServer(WorkerOptions options, java.nio.file.Path file) throws Exception {
-        try (UcxContext ctx = UcxContext.create(); UcxWorker worker = ctx.newWorker(options);
-             Arena arena = Arena.ofShared()) {
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker worker = ctx.newWorker(options);
+                Arena arena = Arena.ofShared()) {
             java.nio.file.Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
             java.nio.file.Files.writeString(tmp, worker.address().toString());
             java.nio.file.Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
@@ -181,7 +184,9 @@ public final class PeerMain {
     /** The endpoint of client {@code id} once its hello arrived (5 s at most), or null. */
     private static UcxEndpoint awaitClient(Map<Integer, UcxEndpoint> clients, int id) {
         try {
-            return await("client " + id + "'s hello").atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(10))
+            return await("client " + id + "'s hello")
+                    .atMost(Duration.ofSeconds(5))
+                    .pollInterval(Duration.ofMillis(10))
                     .until(() -> clients.get(id), Objects::nonNull);
         } catch (ConditionTimeoutException e) {
             return null;
@@ -228,8 +233,9 @@ public final class PeerMain {
                 // answer it on the earlier, closed endpoint.
                 int id = firstId + i;
                 Thread.ofPlatform().start(() -> {
-                    try (UcxWorker w = ctx.newWorker(options); UcxEndpoint ep = w.connect("127.0.0.1", port);
-                         Arena arena = Arena.ofShared()) {
+                    try (UcxWorker w = ctx.newWorker(options);
+                            UcxEndpoint ep = w.connect("127.0.0.1", port);
+                            Arena arena = Arena.ofShared()) {
                         EchoProtocol.hello(ep, id);
                         MemorySegment out = arena.allocate(4096);
                         MemorySegment in = arena.allocate(4096);
@@ -258,10 +264,11 @@ public final class PeerMain {
     // ---------------------------------------------------------------- RMA
 
     private static void rmaServer(WorkerOptions options, long size, boolean allocate) throws Exception {
-        try (UcxContext ctx = UcxContext.create(); UcxWorker worker = ctx.newWorker(options);
-             Arena arena = Arena.ofShared()) {
-            org.ucx4j.MemoryRegion region = allocate ? ctx.allocateMemory(size)
-                    : ctx.mapMemory(arena.allocate(size, 4096));
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker worker = ctx.newWorker(options);
+                Arena arena = Arena.ofShared()) {
+            org.ucx4j.MemoryRegion region =
+                    allocate ? ctx.allocateMemory(size) : ctx.mapMemory(arena.allocate(size, 4096));
             MemorySegment mem = region.segment();
             RmaProtocol.fill(mem, RmaProtocol.INITIAL_SEED, 0);
             byte[] key = region.packRemoteKey();

@@ -43,7 +43,8 @@ public final class SignalChildMain {
         String signals = Libc.getenv("UCX_ERROR_SIGNALS");
         System.out.println("UCX_ERROR_SIGNALS=" + (signals == null ? "<null>" : "'" + signals + "'"));
         System.out.println("preset=" + Ucx.presetEnvironment());
-        try (UcxContext ctx = UcxContext.create(); UcxWorker worker = ctx.newWorker()) {
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker worker = ctx.newWorker()) {
             CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
             UcxListener listener = worker.listen(0, accepted::complete);
             UcxEndpoint client = worker.connect("127.0.0.1", listener.port());

@@ -113,8 +113,9 @@ public final class Cuda {
     public static CudaDevice device(int ordinal) {
         List<CudaDevice> all = devices();
         if (ordinal < 0 || ordinal >= all.size()) {
-            throw new IllegalArgumentException("no CUDA device " + ordinal + ": this process sees " + all.size()
-                    + " (0.." + (all.size() - 1) + "; CUDA_VISIBLE_DEVICES=" + System.getenv("CUDA_VISIBLE_DEVICES") + ")");
+            throw new IllegalArgumentException(
+                    "no CUDA device " + ordinal + ": this process sees " + all.size() + " (0.." + (all.size() - 1)
+                            + "; CUDA_VISIBLE_DEVICES=" + System.getenv("CUDA_VISIBLE_DEVICES") + ")");
         }
         return all.get(ordinal);
     }
@@ -142,14 +143,16 @@ public final class Cuda {
         }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment type = a.allocate(JAVA_INT);
-            int rc = (int) CudaDriver.cuPointerGetAttribute.invokeExact(type, CudaDriver.POINTER_MEMORY_TYPE,
-                    segment.address());
+            int rc = (int) CudaDriver.cuPointerGetAttribute.invokeExact(
+                    type, CudaDriver.POINTER_MEMORY_TYPE, segment.address());
             if (rc != CudaDriver.SUCCESS || type.get(JAVA_INT, 0) != CudaDriver.MEMORYTYPE_DEVICE) {
                 return Optional.empty();
             }
             MemorySegment ordinal = a.allocate(JAVA_INT);
-            CudaDriver.check((int) CudaDriver.cuPointerGetAttribute.invokeExact(ordinal,
-                    CudaDriver.POINTER_DEVICE_ORDINAL, segment.address()), "cuPointerGetAttribute(DEVICE_ORDINAL)");
+            CudaDriver.check(
+                    (int) CudaDriver.cuPointerGetAttribute.invokeExact(
+                            ordinal, CudaDriver.POINTER_DEVICE_ORDINAL, segment.address()),
+                    "cuPointerGetAttribute(DEVICE_ORDINAL)");
             return Optional.of(device(ordinal.get(JAVA_INT, 0)));
         } catch (Throwable t) {
             throw CudaDriver.rethrow(t);
@@ -195,7 +198,8 @@ public final class Cuda {
         }
         ensureSomeContext(dst, src);
         try {
-            CudaDriver.check((int) CudaDriver.cuMemcpy.invokeExact(dst.address(), src.address(), n),
+            CudaDriver.check(
+                    (int) CudaDriver.cuMemcpy.invokeExact(dst.address(), src.address(), n),
                     "cuMemcpy(" + n + " bytes)");
         } catch (Throwable t) {
             throw CudaDriver.rethrow(t);
@@ -217,11 +221,13 @@ public final class Cuda {
         if (dst.byteSize() == 0) {
             return;
         }
-        CudaDevice device = deviceOf(dst).orElseThrow(
-                () -> new IllegalArgumentException("Cuda.fill needs device memory; " + dst + " is host memory"));
+        CudaDevice device = deviceOf(dst)
+                .orElseThrow(() ->
+                        new IllegalArgumentException("Cuda.fill needs device memory; " + dst + " is host memory"));
         device.makeCurrent();
         try {
-            CudaDriver.check((int) CudaDriver.cuMemsetD8.invokeExact(dst.address(), value, dst.byteSize()), "cuMemsetD8");
+            CudaDriver.check(
+                    (int) CudaDriver.cuMemsetD8.invokeExact(dst.address(), value, dst.byteSize()), "cuMemsetD8");
         } catch (Throwable t) {
             throw CudaDriver.rethrow(t);
         }

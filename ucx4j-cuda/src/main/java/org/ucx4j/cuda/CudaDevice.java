@@ -37,8 +37,15 @@ public final class CudaDevice {
     private final int ccMinor;
     private volatile MemorySegment context;
 
-    private CudaDevice(int ordinal, int handle, String name, UUID uuid, String pciBusId, long totalMemory,
-                       int ccMajor, int ccMinor) {
+    private CudaDevice(
+            int ordinal,
+            int handle,
+            String name,
+            UUID uuid,
+            String pciBusId,
+            long totalMemory,
+            int ccMajor,
+            int ccMinor) {
         this.ordinal = ordinal;
         this.handle = handle;
         this.name = name;
@@ -66,10 +73,12 @@ public final class CudaDevice {
             MemorySegment total = a.allocate(JAVA_LONG);
             CudaDriver.check((int) CudaDriver.cuDeviceTotalMem.invokeExact(total, h), "cuDeviceTotalMem");
             MemorySegment attr = a.allocate(JAVA_INT);
-            CudaDriver.check((int) CudaDriver.cuDeviceGetAttribute.invokeExact(attr, CudaDriver.ATTR_CC_MAJOR, h),
+            CudaDriver.check(
+                    (int) CudaDriver.cuDeviceGetAttribute.invokeExact(attr, CudaDriver.ATTR_CC_MAJOR, h),
                     "cuDeviceGetAttribute");
             int major = attr.get(JAVA_INT, 0);
-            CudaDriver.check((int) CudaDriver.cuDeviceGetAttribute.invokeExact(attr, CudaDriver.ATTR_CC_MINOR, h),
+            CudaDriver.check(
+                    (int) CudaDriver.cuDeviceGetAttribute.invokeExact(attr, CudaDriver.ATTR_CC_MINOR, h),
                     "cuDeviceGetAttribute");
             int minor = attr.get(JAVA_INT, 0);
             return new CudaDevice(ordinal, h, name, uuid, bus, total.get(JAVA_LONG, 0), major, minor);
@@ -164,7 +173,8 @@ public final class CudaDevice {
                 if (ctx == null) {
                     try (Arena a = Arena.ofConfined()) {
                         MemorySegment out = a.allocate(ADDRESS);
-                        CudaDriver.check((int) CudaDriver.cuDevicePrimaryCtxRetain.invokeExact(out, handle),
+                        CudaDriver.check(
+                                (int) CudaDriver.cuDevicePrimaryCtxRetain.invokeExact(out, handle),
                                 "cuDevicePrimaryCtxRetain(device " + ordinal + ")");
                         context = ctx = out.get(ADDRESS, 0);
                         CudaUcxExtension.contextCreated(this);
@@ -198,8 +208,10 @@ public final class CudaDevice {
             MemorySegment out = a.allocate(JAVA_LONG);
             int rc = (int) CudaDriver.cuMemAlloc.invokeExact(out, bytes);
             if (rc == CudaDriver.ERROR_OUT_OF_MEMORY) {
-                throw new CudaException("out of GPU memory on device " + ordinal + ": cuMemAlloc(" + bytes
-                        + " bytes) with " + freeMemoryOrUnknown() + " free", rc);
+                throw new CudaException(
+                        "out of GPU memory on device " + ordinal + ": cuMemAlloc(" + bytes + " bytes) with "
+                                + freeMemoryOrUnknown() + " free",
+                        rc);
             }
             CudaDriver.check(rc, "cuMemAlloc(" + bytes + " bytes) on device " + ordinal);
             long address = out.get(JAVA_LONG, 0);
@@ -224,7 +236,8 @@ public final class CudaDevice {
         makeCurrent();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ADDRESS);
-            CudaDriver.check((int) CudaDriver.cuMemHostAlloc.invokeExact(out, bytes, CudaDriver.MEMHOSTALLOC_PORTABLE),
+            CudaDriver.check(
+                    (int) CudaDriver.cuMemHostAlloc.invokeExact(out, bytes, CudaDriver.MEMHOSTALLOC_PORTABLE),
                     "cuMemHostAlloc(" + bytes + " bytes)");
             return new PinnedMemory(this, out.get(ADDRESS, 0).address(), bytes);
         } catch (Throwable t) {
@@ -279,7 +292,8 @@ public final class CudaDevice {
         }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(JAVA_INT);
-            CudaDriver.check((int) CudaDriver.cuDeviceCanAccessPeer.invokeExact(out, handle, peer.handle),
+            CudaDriver.check(
+                    (int) CudaDriver.cuDeviceCanAccessPeer.invokeExact(out, handle, peer.handle),
                     "cuDeviceCanAccessPeer");
             return out.get(JAVA_INT, 0) != 0;
         } catch (Throwable t) {
@@ -316,8 +330,13 @@ public final class CudaDevice {
      */
     public GpuTopology topology() {
         Nvml.GpuFacts f = Nvml.query(pciBusId);
-        return new GpuTopology(f.cpuAffinity(), f.memoryUsed(), f.memoryTotal(), f.activeNvLinks(),
-                f.nvLinkRemoteBusIds(), java.util.Optional.ofNullable(f.problem()));
+        return new GpuTopology(
+                f.cpuAffinity(),
+                f.memoryUsed(),
+                f.memoryTotal(),
+                f.activeNvLinks(),
+                f.nvLinkRemoteBusIds(),
+                java.util.Optional.ofNullable(f.problem()));
     }
 
     @Override

@@ -16,17 +16,16 @@ import org.ucx4j.ConfigKey;
  */
 public final class CudaKeys {
     /** The initial GPU memory pool size in bytes (Dask: {@code rmm.pool-size}). Unset: no pool. */
-    public static final ConfigKey<Long> MEMORY_POOL_SIZE = ConfigKey
-            .size("memory-pool.size", "initial GPU memory pool size (Dask: rmm.pool-size)")
+    public static final ConfigKey<Long> MEMORY_POOL_SIZE = ConfigKey.size(
+                    "memory-pool.size", "initial GPU memory pool size (Dask: rmm.pool-size)")
             .withDaskSpelling("rmm.pool-size");
     /** The largest the GPU memory pool may grow, in bytes; at least {@link #MEMORY_POOL_SIZE}. Unset: unlimited. */
-    public static final ConfigKey<Long> MEMORY_POOL_MAXIMUM_SIZE = ConfigKey
-            .size("memory-pool.maximum-size", "largest the GPU memory pool may grow; at least memory-pool.size")
+    public static final ConfigKey<Long> MEMORY_POOL_MAXIMUM_SIZE = ConfigKey.size(
+                    "memory-pool.maximum-size", "largest the GPU memory pool may grow; at least memory-pool.size")
             .withAtLeast(MEMORY_POOL_SIZE);
 
     /** ucx4j-cuda's keys, in documentation order. */
     public static final List<ConfigKey<?>> ALL = List.of(MEMORY_POOL_SIZE, MEMORY_POOL_MAXIMUM_SIZE);
 
-    private CudaKeys() {
-    }
+    private CudaKeys() {}
 }

@@ -29,8 +29,8 @@ public final class CudaStream implements AutoCloseable {
     static CudaStream create(CudaDevice device) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ADDRESS);
-            CudaDriver.check((int) CudaDriver.cuStreamCreate.invokeExact(out, CudaDriver.STREAM_NON_BLOCKING),
-                    "cuStreamCreate");
+            CudaDriver.check(
+                    (int) CudaDriver.cuStreamCreate.invokeExact(out, CudaDriver.STREAM_NON_BLOCKING), "cuStreamCreate");
             return new CudaStream(device, out.get(ADDRESS, 0));
         } catch (Throwable t) {
             throw CudaDriver.rethrow(t);
@@ -67,8 +67,9 @@ public final class CudaStream implements AutoCloseable {
         Cuda.requireAlive(src, "source");
         device.makeCurrent();
         try {
-            CudaDriver.check((int) CudaDriver.cuMemcpyAsync.invokeExact(dst.address(), src.address(), src.byteSize(),
-                    handle), "cuMemcpyAsync(" + src.byteSize() + " bytes)");
+            CudaDriver.check(
+                    (int) CudaDriver.cuMemcpyAsync.invokeExact(dst.address(), src.address(), src.byteSize(), handle),
+                    "cuMemcpyAsync(" + src.byteSize() + " bytes)");
         } catch (Throwable t) {
             throw CudaDriver.rethrow(t);
         }
@@ -99,9 +100,11 @@ public final class CudaStream implements AutoCloseable {
         device.makeCurrent();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ADDRESS);
-            CudaDriver.check((int) CudaDriver.cuEventCreate.invokeExact(out, CudaDriver.EVENT_DEFAULT), "cuEventCreate");
+            CudaDriver.check(
+                    (int) CudaDriver.cuEventCreate.invokeExact(out, CudaDriver.EVENT_DEFAULT), "cuEventCreate");
             MemorySegment start = out.get(ADDRESS, 0);
-            CudaDriver.check((int) CudaDriver.cuEventCreate.invokeExact(out, CudaDriver.EVENT_DEFAULT), "cuEventCreate");
+            CudaDriver.check(
+                    (int) CudaDriver.cuEventCreate.invokeExact(out, CudaDriver.EVENT_DEFAULT), "cuEventCreate");
             MemorySegment stop = out.get(ADDRESS, 0);
             try {
                 CudaDriver.check((int) CudaDriver.cuEventRecord.invokeExact(start, handle), "cuEventRecord");
@@ -109,7 +112,8 @@ public final class CudaStream implements AutoCloseable {
                 CudaDriver.check((int) CudaDriver.cuEventRecord.invokeExact(stop, handle), "cuEventRecord");
                 CudaDriver.check((int) CudaDriver.cuEventSynchronize.invokeExact(stop), "cuEventSynchronize");
                 MemorySegment ms = a.allocate(JAVA_FLOAT);
-                CudaDriver.check((int) CudaDriver.cuEventElapsedTime.invokeExact(ms, start, stop), "cuEventElapsedTime");
+                CudaDriver.check(
+                        (int) CudaDriver.cuEventElapsedTime.invokeExact(ms, start, stop), "cuEventElapsedTime");
                 return ms.get(JAVA_FLOAT, 0);
             } finally {
                 int r1 = (int) CudaDriver.cuEventDestroy.invokeExact(start);

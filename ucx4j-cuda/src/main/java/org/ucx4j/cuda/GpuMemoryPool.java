@@ -48,6 +48,7 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
     public static final long ALIGNMENT = 256;
     /** The slab size when no initial size is given: 256 MiB. */
     public static final long DEFAULT_SLAB_SIZE = 256L << 20;
+
     private static final long SLAB_GRANULE = 2L << 20;
 
     private final CudaDevice device;
@@ -78,8 +79,8 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
      */
     public static GpuMemoryPool create(CudaDevice device, long initialSize, long maximumSize) {
         if (initialSize < 0 || maximumSize <= 0 || maximumSize < initialSize) {
-            throw new IllegalArgumentException("GPU memory pool: initial size " + initialSize
-                    + " and maximum size " + maximumSize + " (need 0 <= initial <= maximum, maximum > 0)");
+            throw new IllegalArgumentException("GPU memory pool: initial size " + initialSize + " and maximum size "
+                    + maximumSize + " (need 0 <= initial <= maximum, maximum > 0)");
         }
         long slab = initialSize > 0 ? roundUp(initialSize, SLAB_GRANULE) : DEFAULT_SLAB_SIZE;
         GpuMemoryPool pool = new GpuMemoryPool(device, slab, maximumSize);
@@ -232,7 +233,8 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
         }
         return new CudaException("GPU memory pool on cuda:" + device.ordinal() + " exhausted: asked for " + bytes
                 + " bytes; the pool holds " + reserved + " bytes in " + slabs.size() + " slabs, " + used
-                + " in use, largest free range " + largest + ", maximum size (memory-pool.maximum-size) " + maximumSize);
+                + " in use, largest free range " + largest + ", maximum size (memory-pool.maximum-size) "
+                + maximumSize);
     }
 
     private Slab addSlab(long size) {
@@ -241,8 +243,10 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
             MemorySegment out = a.allocate(JAVA_LONG);
             int rc = (int) CudaDriver.cuMemAlloc.invokeExact(out, size);
             if (rc == CudaDriver.ERROR_OUT_OF_MEMORY) {
-                throw new CudaException("GPU memory pool on cuda:" + device.ordinal() + " cannot grow by " + size
-                        + " bytes: the device is out of memory (the pool holds " + reserved + " bytes)", rc);
+                throw new CudaException(
+                        "GPU memory pool on cuda:" + device.ordinal() + " cannot grow by " + size
+                                + " bytes: the device is out of memory (the pool holds " + reserved + " bytes)",
+                        rc);
             }
             CudaDriver.check(rc, "cuMemAlloc(" + size + " bytes) for a pool slab");
             Slab s = new Slab(out.get(JAVA_LONG, 0), size);

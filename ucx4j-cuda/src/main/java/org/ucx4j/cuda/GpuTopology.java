@@ -14,8 +14,13 @@ import java.util.Optional;
  * @param nvLinkRemoteBusIds the PCI bus id at the far end of each active link (a GPU, or an NVSwitch)
  * @param problem what NVML could not tell, if anything
  */
-public record GpuTopology(BitSet cpuAffinity, long memoryUsed, long memoryTotal, int activeNvLinks,
-                          List<String> nvLinkRemoteBusIds, Optional<String> problem) {
+public record GpuTopology(
+        BitSet cpuAffinity,
+        long memoryUsed,
+        long memoryTotal,
+        int activeNvLinks,
+        List<String> nvLinkRemoteBusIds,
+        Optional<String> problem) {
     /**
      * A copy whose bit set cannot change the record's.
      */

@@ -64,8 +64,8 @@ public final class PinnedMemory implements AutoCloseable {
             arena.close();
             device.makeCurrent();
             try {
-                CudaDriver.check((int) CudaDriver.cuMemFreeHost.invokeExact(MemorySegment.ofAddress(address)),
-                        "cuMemFreeHost");
+                CudaDriver.check(
+                        (int) CudaDriver.cuMemFreeHost.invokeExact(MemorySegment.ofAddress(address)), "cuMemFreeHost");
             } catch (Throwable t) {
                 throw CudaDriver.rethrow(t);
             }

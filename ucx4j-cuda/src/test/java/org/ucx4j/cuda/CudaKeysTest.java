@@ -31,9 +31,14 @@ class CudaKeysTest {
     @Test
     void maximumBelowInitialSizeIsRefusedNamingBoth() {
         UcxConfigException e = assertThrows(UcxConfigException.class, () -> UcxConfig.builder()
-                .set(CudaKeys.MEMORY_POOL_SIZE, 2_000_000_000L).set("memory-pool.maximum-size", "1GB").build());
-        assertTrue(e.getMessage().contains("'memory-pool.maximum-size' from builder: must be at least memory-pool.size"),
+                .set(CudaKeys.MEMORY_POOL_SIZE, 2_000_000_000L)
+                .set("memory-pool.maximum-size", "1GB")
+                .build());
+        assertTrue(
+                e.getMessage().contains("'memory-pool.maximum-size' from builder: must be at least memory-pool.size"),
                 e.getMessage());
-        assertThrows(UcxConfigException.class, () -> UcxConfig.builder().set(CudaKeys.MEMORY_POOL_SIZE, -1L).build());
+        assertThrows(
+                UcxConfigException.class,
+                () -> UcxConfig.builder().set(CudaKeys.MEMORY_POOL_SIZE, -1L).build());
     }
 }

@@ -35,7 +35,8 @@ class CudaMemoryTest {
         GpuTopology t = d.topology();
         assertTrue(t.problem().isEmpty() || !t.problem().get().isBlank());
         assertFalse(t.cpuAffinity().isEmpty(), "NVML gives the GPU's CPUs: " + t);
-        assertThrows(IllegalArgumentException.class, () -> Cuda.device(Cuda.devices().size()));
+        assertThrows(
+                IllegalArgumentException.class, () -> Cuda.device(Cuda.devices().size()));
         System.out.println(d + " uuid GPU-" + d.uuid() + " cpus " + t.cpuList() + " nvlinks " + t.activeNvLinks());
     }
 
@@ -46,11 +47,13 @@ class CudaMemoryTest {
         for (long size : new long[] {1, 7, 4096, 65_537, 1 << 20, 64L << 20}) {
             byte[] data = new byte[(int) size];
             random.nextBytes(data);
-            try (DeviceMemory m = d.allocate(size); DeviceMemory m2 = d.allocate(size); Arena a = Arena.ofConfined()) {
+            try (DeviceMemory m = d.allocate(size);
+                    DeviceMemory m2 = d.allocate(size);
+                    Arena a = Arena.ofConfined()) {
                 assertEquals(MemoryKind.CUDA, Cuda.memoryKindOf(m.segment()));
                 assertEquals(d, Cuda.deviceOf(m.segment()).orElseThrow());
                 m.copyFrom(MemorySegment.ofArray(data)); // heap source: staged
-                Cuda.copy(m2.segment(), m.segment());   // device to device
+                Cuda.copy(m2.segment(), m.segment()); // device to device
                 MemorySegment back = a.allocate(size);
                 m2.copyTo(back);
                 assertArrayEquals(data, back.toArray(ValueLayout.JAVA_BYTE), "size " + size);
@@ -65,7 +68,8 @@ class CudaMemoryTest {
         m.close();
         m.close(); // twice is harmless
         assertFalse(m.isOpen());
-        IllegalStateException e = assertThrows(IllegalStateException.class, () -> m.copyFrom(MemorySegment.ofArray(new byte[8])));
+        IllegalStateException e =
+                assertThrows(IllegalStateException.class, () -> m.copyFrom(MemorySegment.ofArray(new byte[8])));
         assertTrue(e.getMessage().toLowerCase().contains("closed"), e.getMessage());
         assertThrows(IllegalStateException.class, () -> m.fill((byte) 1));
         try (Arena a = Arena.ofConfined()) {
@@ -89,8 +93,10 @@ class CudaMemoryTest {
     void pinnedMemoryAndStreams() {
         CudaDevice d = Cuda.device(0);
         long size = 8L << 20;
-        try (PinnedMemory src = d.allocatePinned(size); PinnedMemory dst = d.allocatePinned(size);
-             DeviceMemory dev = d.allocate(size); CudaStream stream = d.newStream()) {
+        try (PinnedMemory src = d.allocatePinned(size);
+                PinnedMemory dst = d.allocatePinned(size);
+                DeviceMemory dev = d.allocate(size);
+                CudaStream stream = d.newStream()) {
             assertEquals(MemoryKind.HOST, src.kind());
             for (long i = 0; i < size; i += 8) {
                 src.segment().set(ValueLayout.JAVA_LONG, i, i * 31);

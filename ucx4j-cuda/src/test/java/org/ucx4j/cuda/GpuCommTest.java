@@ -33,7 +33,9 @@ class GpuCommTest {
     void mixedHostAndDeviceFramesArriveInTheirMemory(String uri) throws Exception {
         GpuRequirement.assumeGpuAndUcx();
         try (GpuMemoryPool pool = GpuMemoryPool.create(Cuda.device(0), 0, 2L << 30)) {
-            CommOptions options = CommOptions.builder().allocator(FrameAllocator.host().with(pool)).build();
+            CommOptions options = CommOptions.builder()
+                    .allocator(FrameAllocator.host().with(pool))
+                    .build();
             Random r = new Random(3);
             byte[] h1 = new byte[1024];
             byte[] d1 = new byte[8 << 20];
@@ -41,33 +43,42 @@ class GpuCommTest {
             r.nextBytes(h1);
             r.nextBytes(d1);
             r.nextBytes(d2);
-            try (CommListener listener = Comms.listen(java.net.URI.create(uri), comm -> {
-                     try (comm) {
-                         while (true) {
-                             try (Message m = comm.read()) {
-                                 comm.write(m);
-                             }
-                         }
-                     } catch (CommClosedException closed) {
-                         // the client is done
-                     }
-                 }, options);
-                 Comm comm = Comms.connect(listener.address(), options);
-                 Arena a = Arena.ofShared()) {
+            try (CommListener listener = Comms.listen(
+                            java.net.URI.create(uri),
+                            comm -> {
+                                try (comm) {
+                                    while (true) {
+                                        try (Message m = comm.read()) {
+                                            comm.write(m);
+                                        }
+                                    }
+                                } catch (CommClosedException closed) {
+                                    // the client is done
+                                }
+                            },
+                            options);
+                    Comm comm = Comms.connect(listener.address(), options);
+                    Arena a = Arena.ofShared()) {
                 MemorySegment dev1 = pool.allocate(d1.length, a);
                 MemorySegment dev2 = pool.allocate(d2.length, a);
                 pool.copy(dev1, MemorySegment.ofArray(d1));
                 pool.copy(dev2, MemorySegment.ofArray(d2));
-                Message out = Message.of(List.of(Frame.host(MemorySegment.ofArray(h1)), new Frame(dev1, MemoryKind.CUDA),
-                        Frame.host(MemorySegment.ofArray(new byte[0])), new Frame(dev2, MemoryKind.CUDA)));
+                Message out = Message.of(List.of(
+                        Frame.host(MemorySegment.ofArray(h1)),
+                        new Frame(dev1, MemoryKind.CUDA),
+                        Frame.host(MemorySegment.ofArray(new byte[0])),
+                        new Frame(dev2, MemoryKind.CUDA)));
                 for (int round = 0; round < 3; round++) {
                     comm.write(out);
                     try (Message back = comm.read()) {
                         assertEquals(4, back.frameCount());
-                        assertEquals(List.of(MemoryKind.HOST, MemoryKind.CUDA, MemoryKind.HOST, MemoryKind.CUDA),
+                        assertEquals(
+                                List.of(MemoryKind.HOST, MemoryKind.CUDA, MemoryKind.HOST, MemoryKind.CUDA),
                                 back.frames().stream().map(Frame::kind).toList());
-                        assertEquals(MemoryKind.CUDA, Cuda.memoryKindOf(back.frame(1).segment()), uri);
-                        assertEquals(MemoryKind.HOST, Cuda.memoryKindOf(back.frame(0).segment()), uri);
+                        assertEquals(
+                                MemoryKind.CUDA, Cuda.memoryKindOf(back.frame(1).segment()), uri);
+                        assertEquals(
+                                MemoryKind.HOST, Cuda.memoryKindOf(back.frame(0).segment()), uri);
                         assertArrayEquals(h1, back.frame(0).segment().toArray(ValueLayout.JAVA_BYTE));
                         byte[] got = new byte[d1.length];
                         pool.copy(MemorySegment.ofArray(got), back.frame(1).segment());

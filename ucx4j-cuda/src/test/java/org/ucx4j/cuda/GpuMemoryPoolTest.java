@@ -42,7 +42,10 @@ class GpuMemoryPoolTest {
             live.sort((a, b) -> Long.compare(a.segment().address(), b.segment().address()));
             for (int i = 1; i < live.size(); i++) {
                 DeviceMemory prev = live.get(i - 1);
-                assertTrue(prev.segment().address() + prev.byteSize() <= live.get(i).segment().address(), "overlap");
+                assertTrue(
+                        prev.segment().address() + prev.byteSize()
+                                <= live.get(i).segment().address(),
+                        "overlap");
             }
             // Each holds its own bytes.
             for (int i = 0; i < live.size(); i++) {

@@ -40,9 +40,9 @@ public final class GpuPeerMain {
     public static void main(String[] args) throws Exception {
         CudaDevice gpu = Cuda.device(0);
         try (UcxContext context = UcxContext.create();
-             UcxWorker worker = context.newWorker();
-             GpuMemoryPool pool = GpuMemoryPool.create(gpu, 0, 4L << 30);
-             Arena control = Arena.ofShared()) {
+                UcxWorker worker = context.newWorker();
+                GpuMemoryPool pool = GpuMemoryPool.create(gpu, 0, 4L << 30);
+                Arena control = Arena.ofShared()) {
             worker.setAmAllocator(MemoryKind.CUDA, AmAllocator.of(pool));
             CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
             UcxListener listener = worker.listen(0, accepted::complete);

@@ -10,7 +10,10 @@ final class GpuRequirement {
     private GpuRequirement() {}
 
     static void assumeGpu() {
-        Requirements.assume("a CUDA GPU", Cuda.isAvailable(), Cuda.unavailabilityReason().orElse("no GPU"),
+        Requirements.assume(
+                "a CUDA GPU",
+                Cuda.isAvailable(),
+                Cuda.unavailabilityReason().orElse("no GPU"),
                 Requirements.REQUIRE_GPU);
     }
 

@@ -5,13 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -64,7 +60,8 @@ class GpuTransferTest {
         pool = GpuMemoryPool.create(Cuda.device(0), 0, 4L << 30);
         worker.setAmAllocator(MemoryKind.CUDA, AmAllocator.of(pool));
         ep = worker.connect("127.0.0.1", p);
-        System.out.println("this JVM on " + Cuda.device(0) + "; " + Cuda.devices().size() + " GPU(s) visible");
+        System.out.println(
+                "this JVM on " + Cuda.device(0) + "; " + Cuda.devices().size() + " GPU(s) visible");
     }
 
     private static String rotated(int gpus) {
@@ -158,9 +155,15 @@ class GpuTransferTest {
         }
         java.util.Arrays.sort(direct);
         java.util.Arrays.sort(pooled);
-        System.out.printf("FIRST-TRANSFER 64MiB round trip of a fresh buffer: cuMemAlloc median %d usec (min %d, max %d);"
-                + " pool median %d usec (min %d, max %d)%n", direct[n / 2] / 1000, direct[0] / 1000, direct[n - 1] / 1000,
-                pooled[n / 2] / 1000, pooled[0] / 1000, pooled[n - 1] / 1000);
+        System.out.printf(
+                "FIRST-TRANSFER 64MiB round trip of a fresh buffer: cuMemAlloc median %d usec (min %d, max %d);"
+                        + " pool median %d usec (min %d, max %d)%n",
+                direct[n / 2] / 1000,
+                direct[0] / 1000,
+                direct[n - 1] / 1000,
+                pooled[n / 2] / 1000,
+                pooled[0] / 1000,
+                pooled[n - 1] / 1000);
     }
 
     /** One echo of {@code size} bytes from {@code src}; the nanoseconds it took. */

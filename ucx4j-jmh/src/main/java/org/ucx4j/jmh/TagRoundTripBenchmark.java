@@ -57,14 +57,16 @@ public class TagRoundTripBenchmark {
     @Setup(Level.Trial)
     public void connect() throws Exception {
         context = UcxContext.create();
-        WorkerOptions options = WorkerOptions.builder().progressMode(ProgressMode.CALLER)
-                .peerErrorHandling(peerErrorHandling).build();
+        WorkerOptions options = WorkerOptions.builder()
+                .progressMode(ProgressMode.CALLER)
+                .peerErrorHandling(peerErrorHandling)
+                .build();
         server = context.newWorker(options);
         client = context.newWorker(options);
         CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
         UcxListener listener = server.listen(0, accepted::complete);
-        UcxFuture<UcxEndpoint> connecting = client.connectAsync(
-                new java.net.InetSocketAddress("127.0.0.1", listener.port()), null);
+        UcxFuture<UcxEndpoint> connecting =
+                client.connectAsync(new java.net.InetSocketAddress("127.0.0.1", listener.port()), null);
         while (!connecting.isDone() || !accepted.isDone()) {
             client.progress();
             server.progress();

@@ -27,8 +27,8 @@ public final class RunningJvm implements AutoCloseable {
     RunningJvm(Process process) {
         this.process = process;
         Thread.ofPlatform().daemon(true).name("child-" + process.pid() + "-out").start(() -> {
-            try (BufferedReader r = new BufferedReader(
-                    new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            try (BufferedReader r =
+                    new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
                 String line;
                 while ((line = r.readLine()) != null) {
                     all.add(line);

@@ -31,7 +31,11 @@ abstract class AbstractComm implements Comm {
     /** Messages received ahead of reads. */
     private static final int READ_AHEAD = 1;
 
-    private enum State { OPEN, CLOSING, CLOSED }
+    private enum State {
+        OPEN,
+        CLOSING,
+        CLOSED
+    }
 
     protected final CommOptions options;
     private final URI local;
@@ -71,8 +75,7 @@ abstract class AbstractComm implements Comm {
     protected abstract void release(boolean graceful);
 
     /** The connection ended while the comm was already closed on this side (a lingering close may finish). */
-    protected void afterEnd() {
-    }
+    protected void afterEnd() {}
 
     /** Waits for a future; transports whose progress needs the caller (UCX caller mode) override it. */
     protected <T> T await(CompletableFuture<T> future, long timeoutNanos) throws TimeoutException {
@@ -158,8 +161,10 @@ abstract class AbstractComm implements Comm {
 
     /** The connection broke while sending: the comm is lost. */
     protected final void failed(Throwable cause) {
-        CommClosedException e = cause instanceof CommClosedException c ? c
-                : new CommClosedException("comm " + local + " <-> " + peer + " lost: " + Failures.describe(cause), cause);
+        CommClosedException e = cause instanceof CommClosedException c
+                ? c
+                : new CommClosedException(
+                        "comm " + local + " <-> " + peer + " lost: " + Failures.describe(cause), cause);
         ended(e, false);
     }
 
@@ -223,8 +228,8 @@ abstract class AbstractComm implements Comm {
             }
             if (withdrawn || !f.isDone()) {
                 f.cancel(false);
-                throw new CommTimeoutException("no message on " + this + " within " + Duration.ofNanos(nanos)
-                        + " (the comm stays open)");
+                throw new CommTimeoutException(
+                        "no message on " + this + " within " + Duration.ofNanos(nanos) + " (the comm stays open)");
             }
             return f.join();
         }
@@ -299,7 +304,8 @@ abstract class AbstractComm implements Comm {
             }
             state = State.CLOSING;
         }
-        CommClosedException cause = new CommClosedException("comm " + local + " <-> " + peer + " was closed on this side");
+        CommClosedException cause =
+                new CommClosedException("comm " + local + " <-> " + peer + " was closed on this side");
         markClosed(cause);
         endReads(cause);
         CompletableFuture<Void> marker;
@@ -314,7 +320,10 @@ abstract class AbstractComm implements Comm {
         try {
             await(marker, options.closeTimeout().toNanos());
         } catch (TimeoutException e) {
-            LOG.debug("{}: close marker still queued after {}; it goes when the peer reads", this, options.closeTimeout());
+            LOG.debug(
+                    "{}: close marker still queued after {}; it goes when the peer reads",
+                    this,
+                    options.closeTimeout());
         } catch (RuntimeException e) {
             LOG.debug("{}: close marker failed: {}", this, e.toString());
         }
@@ -328,7 +337,8 @@ abstract class AbstractComm implements Comm {
             }
             state = State.CLOSED;
         }
-        CommClosedException cause = new CommClosedException("comm " + local + " <-> " + peer + " was aborted on this side");
+        CommClosedException cause =
+                new CommClosedException("comm " + local + " <-> " + peer + " was aborted on this side");
         markClosed(cause);
         endReads(cause);
         release(false);
@@ -362,8 +372,10 @@ abstract class AbstractComm implements Comm {
     /** The error for an operation on a closed comm, naming why it closed. */
     protected final CommClosedException closedError(String what) {
         CommException why = closedBecause;
-        return new CommClosedException("cannot " + what + " comm " + local + " <-> " + peer + ": "
-                + (why != null ? why.getMessage() : "it is closing"), why);
+        return new CommClosedException(
+                "cannot " + what + " comm " + local + " <-> " + peer + ": "
+                        + (why != null ? why.getMessage() : "it is closing"),
+                why);
     }
 
     @Override

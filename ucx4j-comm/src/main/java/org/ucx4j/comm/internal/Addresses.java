@@ -15,9 +15,10 @@ final class Addresses {
             throw new IllegalArgumentException("comm address '" + uri + "' needs a host and a port, for example "
                     + uri.getScheme() + "://127.0.0.1:0 or " + uri.getScheme() + "://[::1]:9000");
         }
-        if ((uri.getPath() != null && !uri.getPath().isEmpty() && !uri.getPath().equals("/")) || uri.getQuery() != null) {
-            throw new IllegalArgumentException("comm address '" + uri + "' has a path or query; expected "
-                    + uri.getScheme() + "://host:port");
+        if ((uri.getPath() != null && !uri.getPath().isEmpty() && !uri.getPath().equals("/"))
+                || uri.getQuery() != null) {
+            throw new IllegalArgumentException(
+                    "comm address '" + uri + "' has a path or query; expected " + uri.getScheme() + "://host:port");
         }
         if (host.startsWith("[") && host.endsWith("]")) {
             host = host.substring(1, host.length() - 1);

@@ -2,8 +2,8 @@ package org.ucx4j.comm.internal;
 
 import java.util.List;
 import org.ucx4j.ConfigKey;
-import org.ucx4j.spi.ConfigKeySet;
 import org.ucx4j.comm.CommKeys;
+import org.ucx4j.spi.ConfigKeySet;
 
 /**
  * Registers {@link CommKeys} with the configuration, as a {@link java.util.ServiceLoader} provider
@@ -13,8 +13,7 @@ import org.ucx4j.comm.CommKeys;
  */
 public final class CommKeySet implements ConfigKeySet {
     /** For {@link java.util.ServiceLoader}. */
-    public CommKeySet() {
-    }
+    public CommKeySet() {}
 
     @Override
     public String module() {

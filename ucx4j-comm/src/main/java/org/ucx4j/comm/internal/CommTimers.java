@@ -13,14 +13,15 @@ import java.util.concurrent.TimeUnit;
  * <p>Threading: any thread. Cancelling a returned future before its time keeps the task from running.
  */
 final class CommTimers {
-    private static final Executor OWN_VIRTUAL_THREAD = task -> Thread.ofVirtual().name("ucx4j-comm-timer").start(task);
+    private static final Executor OWN_VIRTUAL_THREAD =
+            task -> Thread.ofVirtual().name("ucx4j-comm-timer").start(task);
 
     private CommTimers() {}
 
     /** Runs {@code task} after {@code delay}; cancel the future to call it off. */
     static CompletableFuture<Void> after(Duration delay, Runnable task) {
-        return CompletableFuture.runAsync(task,
-                CompletableFuture.delayedExecutor(delay.toNanos(), TimeUnit.NANOSECONDS, OWN_VIRTUAL_THREAD));
+        return CompletableFuture.runAsync(
+                task, CompletableFuture.delayedExecutor(delay.toNanos(), TimeUnit.NANOSECONDS, OWN_VIRTUAL_THREAD));
     }
 
     /** Runs {@code task} now on another thread (never on the caller's, which may be UCX's progress thread). */

@@ -34,6 +34,7 @@ import org.ucx4j.comm.CommProtocolException;
 final class Handshake {
     /** "U4JH". */
     static final int MAGIC = 0x484A3455;
+
     static final int VERSION = 1;
     static final int HELLO = 1;
     static final int PROOF = 2;
@@ -44,7 +45,10 @@ final class Handshake {
 
     /** The listener's answer in a VERDICT record, with its wire code. */
     enum Verdict {
-        ACCEPTED(0), REFUSED_VERSION(1), REFUSED_AUTH(2), REFUSED_OTHER(3);
+        ACCEPTED(0),
+        REFUSED_VERSION(1),
+        REFUSED_AUTH(2),
+        REFUSED_OTHER(3);
 
         final int code;
 
@@ -62,19 +66,22 @@ final class Handshake {
             return REFUSED_OTHER;
         }
     }
+
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private Handshake() {}
 
     /** What a HELLO says. */
-    record Hello(int version, boolean auth, byte[] nonce, long tag, String identity, String address, byte[] workerAddress) {}
+    record Hello(
+            int version, boolean auth, byte[] nonce, long tag, String identity, String address, byte[] workerAddress) {}
 
     /** What the handshake established about the peer. */
     record Result(String peerIdentity, long peerTag, String addressSeenByPeer, byte[] peerWorkerAddress) {}
 
     // ------------------------------------------------------------------ the two sides
 
-    static Result client(HandshakeChannel ch, CommOptions options, long myTag, String addressUsed, byte[] myWorkerAddress)
+    static Result client(
+            HandshakeChannel ch, CommOptions options, long myTag, String addressUsed, byte[] myWorkerAddress)
             throws Exception {
         Optional<byte[]> secret = options.secret();
         byte[] nonceC = nonce();
@@ -82,9 +89,10 @@ final class Handshake {
         byte[] r = ch.receive();
         Hello h = parseHelloOrVerdict(r, "listener");
         if (h.auth() != secret.isPresent()) {
-            throw new CommAuthenticationException(secret.isPresent()
-                    ? "the listener has no shared secret but this side has one (auth.secret): refusing an unauthenticated peer"
-                    : "the listener requires a shared secret: set auth.secret or auth.secret-file");
+            throw new CommAuthenticationException(
+                    secret.isPresent()
+                            ? "the listener has no shared secret but this side has one (auth.secret): refusing an unauthenticated peer"
+                            : "the listener requires a shared secret: set auth.secret or auth.secret-file");
         }
         byte[] proofL = parseProof(ch.receive(), secret.isPresent());
         if (secret.isPresent()) {
@@ -104,7 +112,8 @@ final class Handshake {
      * The listener's side. {@code firstHello} is the client's HELLO when the transport already read it
      * (ucx-worker), else null.
      */
-    static Result listener(HandshakeChannel ch, CommOptions options, long myTag, String clientAddressSeen, byte[] firstHello)
+    static Result listener(
+            HandshakeChannel ch, CommOptions options, long myTag, String clientAddressSeen, byte[] firstHello)
             throws Exception {
         Optional<byte[]> secret = options.secret();
         byte[] helloRecord;
@@ -118,18 +127,23 @@ final class Handshake {
         try {
             c = parseHello(helloRecord);
         } catch (CommProtocolException e) {
-            refuse(ch, speaksOtherVersion(helloRecord) ? Verdict.REFUSED_VERSION : Verdict.REFUSED_OTHER, e.getMessage());
+            refuse(
+                    ch,
+                    speaksOtherVersion(helloRecord) ? Verdict.REFUSED_VERSION : Verdict.REFUSED_OTHER,
+                    e.getMessage());
             throw e;
         }
         if (c.auth() != secret.isPresent()) {
-            String why = secret.isPresent() ? "this listener requires a shared secret and the client has none"
+            String why = secret.isPresent()
+                    ? "this listener requires a shared secret and the client has none"
                     : "the client has a shared secret but this listener has none";
             refuse(ch, Verdict.REFUSED_AUTH, why);
             throw new CommAuthenticationException(why + " (client " + c.identity() + ")");
         }
         byte[] nonceL = nonce();
         ch.send(hello(secret.isPresent(), nonceL, myTag, options.identity(), clientAddressSeen, null));
-        ch.send(proof(secret.isPresent() ? mac(secret.get(), "ucx4j-comm/1 listener", c.nonce(), nonceL) : new byte[0]));
+        ch.send(proof(
+                secret.isPresent() ? mac(secret.get(), "ucx4j-comm/1 listener", c.nonce(), nonceL) : new byte[0]));
         byte[] proofC = parseProof(ch.receive(), secret.isPresent());
         if (secret.isPresent()) {
             byte[] expected = mac(secret.get(), "ucx4j-comm/1 client", nonceL, c.nonce());
@@ -156,9 +170,16 @@ final class Handshake {
         byte[] id = identity.getBytes(StandardCharsets.UTF_8);
         byte[] addr = address.getBytes(StandardCharsets.UTF_8);
         byte[] wa = workerAddress == null ? new byte[0] : workerAddress;
-        ByteBuffer b = record(HELLO, auth ? FLAG_AUTH : 0, NONCE_BYTES + 8 + 2 + id.length + 2 + addr.length + 4 + wa.length);
-        b.put(nonce).putLong(tag).putShort((short) id.length).put(id).putShort((short) addr.length).put(addr)
-                .putInt(wa.length).put(wa);
+        ByteBuffer b =
+                record(HELLO, auth ? FLAG_AUTH : 0, NONCE_BYTES + 8 + 2 + id.length + 2 + addr.length + 4 + wa.length);
+        b.put(nonce)
+                .putLong(tag)
+                .putShort((short) id.length)
+                .put(id)
+                .putShort((short) addr.length)
+                .put(addr)
+                .putInt(wa.length)
+                .put(wa);
         return b.array();
     }
 
@@ -169,7 +190,11 @@ final class Handshake {
     static byte[] verdict(Verdict verdict, String reason) {
         byte[] r = reason.getBytes(StandardCharsets.UTF_8);
         int len = Math.min(r.length, 1024);
-        return record(VERDICT, 0, 1 + 2 + len).put((byte) verdict.code).putShort((short) len).put(r, 0, len).array();
+        return record(VERDICT, 0, 1 + 2 + len)
+                .put((byte) verdict.code)
+                .putShort((short) len)
+                .put(r, 0, len)
+                .array();
     }
 
     private static ByteBuffer record(int type, int flags, int bodyBytes) {
@@ -195,8 +220,8 @@ final class Handshake {
         int version = b.getShort() & 0xffff;
         int type = b.get() & 0xff;
         if (version != VERSION) {
-            throw new CommProtocolException("handshake of protocol version " + version + "; this side speaks version "
-                    + VERSION);
+            throw new CommProtocolException(
+                    "handshake of protocol version " + version + "; this side speaks version " + VERSION);
         }
         if (type != expectedType) {
             throw new CommProtocolException("expected handshake record type " + expectedType + ", got " + type);
@@ -215,7 +240,8 @@ final class Handshake {
             String addr = string(b, b.getShort() & 0xffff, 1024, "address");
             int waLen = b.getInt();
             if (waLen < 0 || waLen > b.remaining()) {
-                throw new CommProtocolException("HELLO worker address claims " + waLen + " bytes, " + b.remaining() + " left");
+                throw new CommProtocolException(
+                        "HELLO worker address claims " + waLen + " bytes, " + b.remaining() + " left");
             }
             byte[] wa = new byte[waLen];
             b.get(wa);
@@ -229,7 +255,8 @@ final class Handshake {
     }
 
     private static Hello parseHelloOrVerdict(byte[] rec, String peer) {
-        if (rec.length >= 8 && ByteBuffer.wrap(rec).order(ByteOrder.LITTLE_ENDIAN).get(6) == VERDICT) {
+        if (rec.length >= 8
+                && ByteBuffer.wrap(rec).order(ByteOrder.LITTLE_ENDIAN).get(6) == VERDICT) {
             parseVerdict(rec, peer);
             throw new CommProtocolException("the " + peer + " accepted before the handshake was done");
         }
@@ -242,8 +269,8 @@ final class Handshake {
         try {
             int len = b.get() & 0xff;
             if (len != (expectMac ? MAC_BYTES : 0) || b.remaining() != len) {
-                throw new CommAuthenticationException("handshake proof of " + len + " bytes; expected "
-                        + (expectMac ? MAC_BYTES : 0));
+                throw new CommAuthenticationException(
+                        "handshake proof of " + len + " bytes; expected " + (expectMac ? MAC_BYTES : 0));
             }
             byte[] mac = new byte[len];
             b.get(mac);
@@ -260,9 +287,10 @@ final class Handshake {
             Verdict verdict = Verdict.of(b.get() & 0xff);
             String reason = string(b, b.getShort() & 0xffff, 1024, "reason");
             switch (verdict) {
-                case ACCEPTED -> { }
+                case ACCEPTED -> {}
                 case REFUSED_AUTH -> throw new CommAuthenticationException("the " + peer + " refused: " + reason);
-                case REFUSED_VERSION -> throw new CommProtocolException("the " + peer + " refused the protocol version: " + reason);
+                case REFUSED_VERSION ->
+                    throw new CommProtocolException("the " + peer + " refused the protocol version: " + reason);
                 case REFUSED_OTHER -> throw new CommException("the " + peer + " refused the connection: " + reason);
             }
         } catch (BufferUnderflowException e) {
@@ -272,8 +300,8 @@ final class Handshake {
 
     private static String string(ByteBuffer b, int len, int max, String what) {
         if (len > max || len > b.remaining()) {
-            throw new CommProtocolException("handshake " + what + " of " + len + " bytes (at most " + max + ", "
-                    + b.remaining() + " left)");
+            throw new CommProtocolException(
+                    "handshake " + what + " of " + len + " bytes (at most " + max + ", " + b.remaining() + " left)");
         }
         byte[] s = new byte[len];
         b.get(s);

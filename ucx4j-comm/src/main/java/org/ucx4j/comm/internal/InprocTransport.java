@@ -15,6 +15,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import org.ucx4j.MemoryKind;
 import org.ucx4j.comm.Comm;
 import org.ucx4j.comm.CommClosedException;
 import org.ucx4j.comm.CommException;
@@ -22,7 +23,6 @@ import org.ucx4j.comm.CommHandler;
 import org.ucx4j.comm.CommListener;
 import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.Frame;
-import org.ucx4j.MemoryKind;
 import org.ucx4j.comm.Message;
 
 /**
@@ -37,9 +37,11 @@ public final class InprocTransport implements org.ucx4j.comm.spi.Transport {
     static final String SCHEME = "inproc";
     /** This instance's listeners by name: inproc:// names are those of one {@link org.ucx4j.comm.CommContext}. */
     private final ConcurrentHashMap<String, Listener> listeners = new ConcurrentHashMap<>();
+
     private final AtomicLong names = new AtomicLong();
     /** The arenas this instance's comms receive into. */
     private final MessageScopes scopes = new MessageScopes();
+
     private static final byte[] EOF = new byte[0];
 
     /** Creates the transport (ServiceLoader). */
@@ -82,8 +84,8 @@ public final class InprocTransport implements org.ucx4j.comm.spi.Transport {
     public CompletableFuture<Comm> connectAsync(URI address, CommOptions options) {
         Listener l = listeners.get(name(address));
         if (l == null) {
-            return CompletableFuture.failedFuture(new CommException("cannot connect to " + address
-                    + ": nothing listens there in this comm context"));
+            return CompletableFuture.failedFuture(
+                    new CommException("cannot connect to " + address + ": nothing listens there in this comm context"));
         }
         CompletableFuture<Comm> f = new CompletableFuture<>();
         Pipe toListener = new Pipe();
@@ -93,9 +95,12 @@ public final class InprocTransport implements org.ucx4j.comm.spi.Transport {
         InprocComm listenerComm = new InprocComm(scopes, l.options, l.uri, clientUri);
         Thread.ofVirtual().name("ucx4j-inproc-accepted").start(() -> {
             try {
-                Handshake.Result r = Watchdog.within(l.options.connectTimeout(), "handshake with a client of " + l.uri,
-                        toListener::poison, () -> Handshake.listener(new PipeChannel(toListener, toClient), l.options, 0,
-                                clientUri.toString(), null));
+                Handshake.Result r = Watchdog.within(
+                        l.options.connectTimeout(),
+                        "handshake with a client of " + l.uri,
+                        toListener::poison,
+                        () -> Handshake.listener(
+                                new PipeChannel(toListener, toClient), l.options, 0, clientUri.toString(), null));
                 listenerComm.connect(clientComm, r.peerIdentity());
             } catch (RuntimeException e) {
                 toClient.poison();
@@ -105,8 +110,12 @@ public final class InprocTransport implements org.ucx4j.comm.spi.Transport {
         });
         Thread.ofVirtual().name("ucx4j-inproc-connect").start(() -> {
             try {
-                Handshake.Result r = Watchdog.within(options.connectTimeout(), "connecting to " + address, toClient::poison,
-                        () -> Handshake.client(new PipeChannel(toClient, toListener), options, 0, l.uri.toString(), null));
+                Handshake.Result r = Watchdog.within(
+                        options.connectTimeout(),
+                        "connecting to " + address,
+                        toClient::poison,
+                        () -> Handshake.client(
+                                new PipeChannel(toClient, toListener), options, 0, l.uri.toString(), null));
                 clientComm.connect(listenerComm, r.peerIdentity());
                 f.complete(clientComm);
             } catch (Throwable t) {
@@ -259,8 +268,10 @@ public final class InprocTransport implements org.ucx4j.comm.spi.Transport {
 
         @Override
         protected CompletableFuture<Void> sendClose() {
-            peer.deliverEnd(new CommClosedException("comm " + peerAddress() + " <-> " + localAddress()
-                    + " was closed by the peer"), true);
+            peer.deliverEnd(
+                    new CommClosedException(
+                            "comm " + peerAddress() + " <-> " + localAddress() + " was closed by the peer"),
+                    true);
             return CompletableFuture.completedFuture(null);
         }
 
@@ -268,8 +279,10 @@ public final class InprocTransport implements org.ucx4j.comm.spi.Transport {
         protected void release(boolean graceful) {
             InprocComm p = peer;
             if (!graceful && p != null) {
-                p.deliverEnd(new CommClosedException("comm " + p.localAddress() + " <-> " + localAddress()
-                        + " lost: the peer aborted"), false);
+                p.deliverEnd(
+                        new CommClosedException(
+                                "comm " + p.localAddress() + " <-> " + localAddress() + " lost: the peer aborted"),
+                        false);
             }
             synchronized (lock) {
                 if (end == null) {

@@ -74,6 +74,7 @@ final class MessageScopes {
          * ten times slower than 4 KiB (docs/BENCHMARKS.md, "ucx4j demo after these changes").
          */
         private long claimed;
+
         private int users;
         private boolean retired;
 

@@ -12,13 +12,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Semaphore;
+import org.ucx4j.HostBufferPool;
+import org.ucx4j.MemoryKind;
 import org.ucx4j.comm.CommClosedException;
 import org.ucx4j.comm.CommException;
 import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.CommProtocolException;
 import org.ucx4j.comm.Frame;
-import org.ucx4j.HostBufferPool;
-import org.ucx4j.MemoryKind;
 import org.ucx4j.comm.Message;
 
 /**
@@ -48,7 +48,13 @@ final class TcpComm extends AbstractComm {
 
     private record PendingWrite(ByteBuffer[] buffers, CompletableFuture<Void> done) {}
 
-    TcpComm(SocketChannel channel, MessageScopes scopes, CommOptions options, URI local, URI peer, String peerIdentity) {
+    TcpComm(
+            SocketChannel channel,
+            MessageScopes scopes,
+            CommOptions options,
+            URI local,
+            URI peer,
+            String peerIdentity) {
         super(options, local, peer, peerIdentity);
         this.channel = channel;
         this.scopes = scopes;
@@ -74,8 +80,10 @@ final class TcpComm extends AbstractComm {
                 }
                 Message m = readMessage();
                 if (m == null) {
-                    ended(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress()
-                            + " was closed by the peer"), true);
+                    ended(
+                            new CommClosedException(
+                                    "comm " + localAddress() + " <-> " + peerAddress() + " was closed by the peer"),
+                            true);
                     return;
                 }
                 received(m);
@@ -84,11 +92,16 @@ final class TcpComm extends AbstractComm {
             ended(e, false);
         } catch (InterruptedException | IOException e) {
             if (!released) {
-                ended(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " lost: "
-                        + Failures.describe(e), e), false);
+                ended(
+                        new CommClosedException(
+                                "comm " + localAddress() + " <-> " + peerAddress() + " lost: " + Failures.describe(e),
+                                e),
+                        false);
             }
         } catch (RuntimeException | Error e) {
-            ended(new CommException("comm " + localAddress() + " <-> " + peerAddress() + " failed reading: " + e, e), false);
+            ended(
+                    new CommException("comm " + localAddress() + " <-> " + peerAddress() + " failed reading: " + e, e),
+                    false);
         }
     }
 
@@ -106,7 +119,8 @@ final class TcpComm extends AbstractComm {
         WireFormat.Table t;
         long tableBytes = h.tableBytes();
         if (tableBytes <= READ_BUFFER) {
-            t = WireFormat.readTable(MemorySegment.ofBuffer(fill((int) tableBytes)), 0, h.frameCount(), options.maxFrameSize());
+            t = WireFormat.readTable(
+                    MemorySegment.ofBuffer(fill((int) tableBytes)), 0, h.frameCount(), options.maxFrameSize());
             in.position(in.position() + (int) tableBytes);
         } else {
             // Bounded by max-frames (checked above): 16 bytes per frame.
@@ -280,8 +294,10 @@ final class TcpComm extends AbstractComm {
                 }
                 w.done.complete(null);
             } catch (IOException | RuntimeException e) {
-                CommClosedException lost = new CommClosedException("comm " + localAddress() + " <-> " + peerAddress()
-                        + " lost while writing: " + Failures.describe(e), e);
+                CommClosedException lost = new CommClosedException(
+                        "comm " + localAddress() + " <-> " + peerAddress() + " lost while writing: "
+                                + Failures.describe(e),
+                        e);
                 w.done.completeExceptionally(lost);
                 List<PendingWrite> rest;
                 synchronized (writeLock) {

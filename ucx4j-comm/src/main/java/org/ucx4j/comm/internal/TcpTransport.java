@@ -81,18 +81,20 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
             try {
                 SocketChannel c = SocketChannel.open();
                 ch = c;
-                Comm comm = Watchdog.within(options.connectTimeout(), "connecting to " + address, () -> closeQuietly(c), () -> {
-                    try {
-                        c.connect(target);
-                    } catch (IOException e) {
-                        throw new CommException("cannot connect to " + address + ": " + describeConnect(e), e);
-                    }
-                    c.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                    URI local = Addresses.uri(SCHEME, (InetSocketAddress) c.getLocalAddress());
-                    URI peer = Addresses.uri(SCHEME, (InetSocketAddress) c.getRemoteAddress());
-                    Handshake.Result r = Handshake.client(new StreamHandshakeChannel(c), options, 0, peer.toString(), null);
-                    return new TcpComm(c, scopes, options, local, peer, r.peerIdentity());
-                });
+                Comm comm = Watchdog.within(
+                        options.connectTimeout(), "connecting to " + address, () -> closeQuietly(c), () -> {
+                            try {
+                                c.connect(target);
+                            } catch (IOException e) {
+                                throw new CommException("cannot connect to " + address + ": " + describeConnect(e), e);
+                            }
+                            c.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                            URI local = Addresses.uri(SCHEME, (InetSocketAddress) c.getLocalAddress());
+                            URI peer = Addresses.uri(SCHEME, (InetSocketAddress) c.getRemoteAddress());
+                            Handshake.Result r =
+                                    Handshake.client(new StreamHandshakeChannel(c), options, 0, peer.toString(), null);
+                            return new TcpComm(c, scopes, options, local, peer, r.peerIdentity());
+                        });
                 if (!f.complete(comm)) {
                     comm.abort();
                 }
@@ -159,13 +161,15 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
         private void serve(SocketChannel c) {
             TcpComm comm;
             try {
-                comm = Watchdog.within(options.connectTimeout(), "handshake with a client of " + uri, () -> closeQuietly(c), () -> {
-                    c.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                    URI local = Addresses.uri(SCHEME, (InetSocketAddress) c.getLocalAddress());
-                    URI peer = Addresses.uri(SCHEME, (InetSocketAddress) c.getRemoteAddress());
-                    Handshake.Result r = Handshake.listener(new StreamHandshakeChannel(c), options, 0, peer.toString(), null);
-                    return new TcpComm(c, scopes, options, local, peer, r.peerIdentity());
-                });
+                comm = Watchdog.within(
+                        options.connectTimeout(), "handshake with a client of " + uri, () -> closeQuietly(c), () -> {
+                            c.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                            URI local = Addresses.uri(SCHEME, (InetSocketAddress) c.getLocalAddress());
+                            URI peer = Addresses.uri(SCHEME, (InetSocketAddress) c.getRemoteAddress());
+                            Handshake.Result r = Handshake.listener(
+                                    new StreamHandshakeChannel(c), options, 0, peer.toString(), null);
+                            return new TcpComm(c, scopes, options, local, peer, r.peerIdentity());
+                        });
             } catch (RuntimeException e) {
                 LOG.warn("{}: refused a connection: {}", uri, e.getMessage());
                 closeQuietly(c);

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeoutException;
 import org.ucx4j.CloseMode;
+import org.ucx4j.MemoryKind;
 import org.ucx4j.TagInfo;
 import org.ucx4j.UcxEndpoint;
 import org.ucx4j.UcxException;
@@ -20,7 +21,6 @@ import org.ucx4j.comm.CommException;
 import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.CommProtocolException;
 import org.ucx4j.comm.Frame;
-import org.ucx4j.MemoryKind;
 import org.ucx4j.comm.Message;
 
 /**
@@ -51,10 +51,18 @@ final class UcxComm extends AbstractComm {
     private boolean endpointClosed;
     /** Messages posted and not yet completed; the close marker waits for them (UCX's flush does not). */
     private long sending;
+
     private CompletableFuture<Void> drained;
     private final MessageScopes scopes;
 
-    UcxComm(UcxEndpoint endpoint, long myTag, long peerTag, CommOptions options, URI local, URI peer, String peerIdentity,
+    UcxComm(
+            UcxEndpoint endpoint,
+            long myTag,
+            long peerTag,
+            CommOptions options,
+            URI local,
+            URI peer,
+            String peerIdentity,
             UcxRuntime runtime) {
         super(options, local, peer, peerIdentity);
         this.scopes = runtime.scopes;
@@ -69,7 +77,8 @@ final class UcxComm extends AbstractComm {
 
     /** The endpoint's error handler: the peer died or the connection broke. */
     void onEndpointError(UcxException e) {
-        failed(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " lost: " + e.getMessage(), e));
+        failed(new CommClosedException(
+                "comm " + localAddress() + " <-> " + peerAddress() + " lost: " + e.getMessage(), e));
     }
 
     // ------------------------------------------------------------------ receiving
@@ -85,9 +94,11 @@ final class UcxComm extends AbstractComm {
     private boolean headerPosted;
     /** No more headers: the close marker or an error was seen. */
     private boolean pipelineEnded;
+
     private long pipelineBytes;
     /** Whether the reader side (AbstractComm) is waiting for the pipeline's head. */
     private boolean headWanted;
+
     static final int PIPELINE_DEPTH = 8;
     /**
      * 256 MiB: four 64 MiB frames can be in flight. With 64 MiB the receiver had one 64 MiB message at a
@@ -159,7 +170,10 @@ final class UcxComm extends AbstractComm {
 
     /** With the pipeline's lock: posts the next header receive when there is room. */
     private void fill() {
-        if (headerPosted || pipelineEnded || released || pipeline.size() >= PIPELINE_DEPTH
+        if (headerPosted
+                || pipelineEnded
+                || released
+                || pipeline.size() >= PIPELINE_DEPTH
                 || (pipelineBytes >= PIPELINE_BYTES && !pipeline.isEmpty())) {
             return;
         }
@@ -181,7 +195,10 @@ final class UcxComm extends AbstractComm {
         } catch (CommException e) {
             stop(in, e, false);
         } catch (RuntimeException e) {
-            stop(in, new CommException("comm " + localAddress() + " <-> " + peerAddress() + ": " + e.getMessage(), e), false);
+            stop(
+                    in,
+                    new CommException("comm " + localAddress() + " <-> " + peerAddress() + ": " + e.getMessage(), e),
+                    false);
         }
     }
 
@@ -208,7 +225,8 @@ final class UcxComm extends AbstractComm {
     }
 
     private CommClosedException lostError(Throwable err) {
-        return new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " lost: " + Failures.describe(err), err);
+        return new CommClosedException(
+                "comm " + localAddress() + " <-> " + peerAddress() + " lost: " + Failures.describe(err), err);
     }
 
     private void lost(Throwable err) {
@@ -221,11 +239,15 @@ final class UcxComm extends AbstractComm {
     private void onHeader(Incoming in, TagInfo info) {
         long len = info.length();
         if (len < WireFormat.HEADER_BYTES) {
-            throw new CommProtocolException("header message of " + len + " bytes (at least " + WireFormat.HEADER_BYTES + ")");
+            throw new CommProtocolException(
+                    "header message of " + len + " bytes (at least " + WireFormat.HEADER_BYTES + ")");
         }
         WireFormat.Header h = WireFormat.readHeader(headerBuffer, 0, options.maxFrames());
         if (h.isClose()) {
-            throw new End(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " was closed by the peer"), true);
+            throw new End(
+                    new CommClosedException(
+                            "comm " + localAddress() + " <-> " + peerAddress() + " was closed by the peer"),
+                    true);
         }
         long tableEnd = WireFormat.HEADER_BYTES + h.tableBytes();
         if (len == WireFormat.HEADER_BYTES && h.frameCount() > 0 && tableEnd > INLINE_LIMIT) {
@@ -238,8 +260,11 @@ final class UcxComm extends AbstractComm {
                     if (err != null) {
                         stop(in, lostError(err), false);
                     } else if (ti.length() != h.tableBytes()) {
-                        stop(in, new CommProtocolException("frame table of " + ti.length() + " bytes, header said "
-                                + h.tableBytes()), false);
+                        stop(
+                                in,
+                                new CommProtocolException(
+                                        "frame table of " + ti.length() + " bytes, header said " + h.tableBytes()),
+                                false);
                     } else {
                         WireFormat.Table t = WireFormat.readTable(table, 0, h.frameCount(), options.maxFrameSize());
                         receiveFrames(in, h, t, -1);
@@ -253,13 +278,15 @@ final class UcxComm extends AbstractComm {
             return;
         }
         if (len < tableEnd) {
-            throw new CommProtocolException("header message of " + len + " bytes for " + h.frameCount()
-                    + " frames (needs " + tableEnd + ")");
+            throw new CommProtocolException(
+                    "header message of " + len + " bytes for " + h.frameCount() + " frames (needs " + tableEnd + ")");
         }
-        WireFormat.Table t = WireFormat.readTable(headerBuffer, WireFormat.HEADER_BYTES, h.frameCount(), options.maxFrameSize());
+        WireFormat.Table t =
+                WireFormat.readTable(headerBuffer, WireFormat.HEADER_BYTES, h.frameCount(), options.maxFrameSize());
         if ((h.flags() & WireFormat.FLAG_INLINE) != 0) {
             if (len != tableEnd + t.total()) {
-                throw new CommProtocolException("inline message of " + len + " bytes, header says " + (tableEnd + t.total()));
+                throw new CommProtocolException(
+                        "inline message of " + len + " bytes, header says " + (tableEnd + t.total()));
             }
             receiveFrames(in, h, t, tableEnd);
         } else {
@@ -284,8 +311,8 @@ final class UcxComm extends AbstractComm {
             for (int i = 0; i < h.frameCount(); i++) {
                 MemorySegment seg = options.allocator().allocate(t.kinds()[i], t.sizes()[i], scope);
                 if (seg.byteSize() != t.sizes()[i]) {
-                    throw new CommException("the frame allocator returned " + seg.byteSize() + " bytes for a frame of "
-                            + t.sizes()[i]);
+                    throw new CommException(
+                            "the frame allocator returned " + seg.byteSize() + " bytes for a frame of " + t.sizes()[i]);
                 }
                 frames.add(new Frame(seg, t.kinds()[i]));
                 if (inlineAt >= 0) {
@@ -311,7 +338,8 @@ final class UcxComm extends AbstractComm {
         CompletableFuture<?> all;
         long total = expected;
         if ((h.flags() & WireFormat.FLAG_MULTI_BUFFER) != 0) {
-            all = endpoint.tagRecvAsync(toReceive, myTag, -1L).thenAccept(ti -> checkLength(ti, total, "multi-buffer frames"));
+            all = endpoint.tagRecvAsync(toReceive, myTag, -1L)
+                    .thenAccept(ti -> checkLength(ti, total, "multi-buffer frames"));
         } else {
             CompletableFuture<?>[] each = new CompletableFuture<?>[toReceive.size()];
             for (int i = 0; i < each.length; i++) {
@@ -402,13 +430,15 @@ final class UcxComm extends AbstractComm {
                 }
             }
         }
-        CompletableFuture<Void> done = sends.size() == 1 ? sends.get(0)
-                : CompletableFuture.allOf(sends.toArray(CompletableFuture<?>[]::new));
+        CompletableFuture<Void> done =
+                sends.size() == 1 ? sends.get(0) : CompletableFuture.allOf(sends.toArray(CompletableFuture<?>[]::new));
         return done.handle((v, err) -> {
             sent();
             if (err != null) {
-                CommClosedException e = new CommClosedException("comm " + localAddress() + " <-> " + peerAddress()
-                        + " lost while writing: " + Failures.describe(err), Failures.unchecked(err));
+                CommClosedException e = new CommClosedException(
+                        "comm " + localAddress() + " <-> " + peerAddress() + " lost while writing: "
+                                + Failures.describe(err),
+                        Failures.unchecked(err));
                 failed(e);
                 throw e;
             }

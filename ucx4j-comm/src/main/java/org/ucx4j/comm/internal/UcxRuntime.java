@@ -9,8 +9,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.ucx4j.Ucx;
 import org.ucx4j.UcxConfig;
-import org.ucx4j.UcxKeys;
 import org.ucx4j.UcxContext;
+import org.ucx4j.UcxKeys;
 import org.ucx4j.UcxWorker;
 import org.ucx4j.WorkerOptions;
 
@@ -39,6 +39,7 @@ final class UcxRuntime {
     static final long TAG_PREFIX = 0x55344A0000000000L;
     /** Accept tags: {@code ACCEPT_TAGS | n} for listener n; comm tags stay below. */
     static final long ACCEPT_TAGS = TAG_PREFIX | 0xFF00000000L;
+
     record Key(UcxConfig.UcxSettings settings, WorkerOptions workerOptions) {}
 
     private final UcxRuntimes owner;
@@ -48,6 +49,7 @@ final class UcxRuntime {
     final UcxWorker worker;
     /** Hands out this worker's comm tags: unique per worker is all that matching needs. */
     private final AtomicLong tags = new AtomicLong();
+
     private final AtomicLong acceptors = new AtomicLong();
     /** The arenas received messages of this runtime's comms live in. */
     final MessageScopes scopes = new MessageScopes();
@@ -73,9 +75,12 @@ final class UcxRuntime {
     }
 
     static WorkerOptions workerOptions(UcxConfig config, String name) {
-        return WorkerOptions.builder().progressMode(config.get(UcxKeys.PROGRESS_MODE))
+        return WorkerOptions.builder()
+                .progressMode(config.get(UcxKeys.PROGRESS_MODE))
                 .connectTimeout(config.get(UcxKeys.CONNECT_TIMEOUT))
-                .peerErrorHandling(config.get(UcxKeys.PEER_ERROR_HANDLING)).name(name).build();
+                .peerErrorHandling(config.get(UcxKeys.PEER_ERROR_HANDLING))
+                .name(name)
+                .build();
     }
 
     /** One more user of a runtime already held (a listener's accepted comm); pair with {@link #release()}. */

@@ -19,8 +19,11 @@ final class UcxStreamChannel implements HandshakeChannel {
 
     @Override
     public void send(byte[] record) {
-        byte[] framed = ByteBuffer.allocate(4 + record.length).order(ByteOrder.LITTLE_ENDIAN).putInt(record.length)
-                .put(record).array();
+        byte[] framed = ByteBuffer.allocate(4 + record.length)
+                .order(ByteOrder.LITTLE_ENDIAN)
+                .putInt(record.length)
+                .put(record)
+                .array();
         endpoint.streamSend(framed);
     }
 

@@ -106,15 +106,15 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                 target = Addresses.socketAddress(address);
             }
         } catch (IllegalArgumentException e) {
-            return CompletableFuture.failedFuture(new IllegalArgumentException("comm address '" + address + "': "
-                    + e.getMessage(), e));
+            return CompletableFuture.failedFuture(
+                    new IllegalArgumentException("comm address '" + address + "': " + e.getMessage(), e));
         }
         UcxRuntime rt;
         try {
             rt = runtimes.acquire(options.config());
         } catch (RuntimeException e) {
-            return CompletableFuture.failedFuture(new CommException("UCX is not usable for " + address + ": "
-                    + e.getMessage(), e));
+            return CompletableFuture.failedFuture(
+                    new CommException("UCX is not usable for " + address + ": " + e.getMessage(), e));
         }
         CompletableFuture<Comm> f = new CompletableFuture<>();
         InetSocketAddress t = target;
@@ -123,16 +123,16 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             AtomicReference<UcxEndpoint> ep = new AtomicReference<>();
             AtomicReference<UcxComm> comm = new AtomicReference<>();
             try {
-                UcxComm c = Watchdog.within(options.connectTimeout(), "connecting to " + address,
-                        () -> forceClose(ep.get()), () -> {
+                UcxComm c = Watchdog.within(
+                        options.connectTimeout(), "connecting to " + address, () -> forceClose(ep.get()), () -> {
                             EndpointErrorHandler onError = (e, err) -> onError(comm, err);
                             long myTag = rt.nextTag();
                             if (t != null) {
                                 UcxEndpoint e = rt.worker.await(rt.worker.connectAsync(t, onError));
                                 ep.set(e);
                                 URI peer = Addresses.uri(address.getScheme().toLowerCase(java.util.Locale.ROOT), t);
-                                Handshake.Result r = Handshake.client(new UcxStreamChannel(e), options, myTag,
-                                        peer.toString(), null);
+                                Handshake.Result r = Handshake.client(
+                                        new UcxStreamChannel(e), options, myTag, peer.toString(), null);
                                 URI local = parseOr(r.addressSeenByPeer(), peer);
                                 return new UcxComm(e, myTag, r.peerTag(), options, local, peer, r.peerIdentity(), rt);
                             }
@@ -140,7 +140,11 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                             ep.set(e);
                             UcxTagChannel ch = new UcxTagChannel(e, myTag, wa.acceptTag());
                             URI local = workerUri(rt.worker.address(), 0);
-                            Handshake.Result r = Handshake.client(ch, options, myTag, address.toString(),
+                            Handshake.Result r = Handshake.client(
+                                    ch,
+                                    options,
+                                    myTag,
+                                    address.toString(),
                                     rt.worker.address().bytes());
                             return new UcxComm(e, myTag, r.peerTag(), options, local, address, r.peerIdentity(), rt);
                         });
@@ -158,7 +162,9 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
     }
 
     private static Throwable mapConnectError(Throwable e, URI address) {
-        if (e instanceof CommException ce && ce.getCause() instanceof UcxException ue && !(ce instanceof org.ucx4j.comm.CommTimeoutException)) {
+        if (e instanceof CommException ce
+                && ce.getCause() instanceof UcxException ue
+                && !(ce instanceof org.ucx4j.comm.CommTimeoutException)) {
             return new CommException("cannot connect to " + address + ": " + ue.getMessage(), ue);
         }
         return e;
@@ -168,7 +174,8 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
      * The error handler of an accepted endpoint: the peer's hang-up completes {@code peerGone} (a refused
      * handshake waits for it), and a comm made from the endpoint hears of the failure.
      */
-    private static EndpointErrorHandler acceptedErrorHandler(AtomicReference<UcxComm> comm, CompletableFuture<Void> peerGone) {
+    private static EndpointErrorHandler acceptedErrorHandler(
+            AtomicReference<UcxComm> comm, CompletableFuture<Void> peerGone) {
         return (e, err) -> {
             peerGone.complete(null);
             onError(comm, err);
@@ -233,7 +240,8 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
     @Override
     public CommListener listen(URI address, CommHandler handler, CommOptions options) {
         if (WORKER_SCHEME.equalsIgnoreCase(address.getScheme())) {
-            throw new IllegalArgumentException("listen on a ucx:// address; its listener publishes a ucx-worker:// one");
+            throw new IllegalArgumentException(
+                    "listen on a ucx:// address; its listener publishes a ucx-worker:// one");
         }
         InetSocketAddress bind = Addresses.socketAddress(address);
         UcxRuntime rt = runtimes.acquire(options.config());
@@ -300,10 +308,12 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                 URI peer = client != null ? Addresses.uri(scheme, client) : URI.create(scheme + "://unknown:0");
                 UcxComm c;
                 try {
-                    c = Watchdog.within(options.connectTimeout(), "handshake with " + peer, () -> forceClose(ep), () -> {
-                        Handshake.Result r = Handshake.listener(new UcxStreamChannel(ep), options, myTag, peer.toString(), null);
-                        return accepted(ep, myTag, r, parseOr(r.addressSeenByPeer(), uri), peer);
-                    });
+                    c = Watchdog.within(
+                            options.connectTimeout(), "handshake with " + peer, () -> forceClose(ep), () -> {
+                                Handshake.Result r = Handshake.listener(
+                                        new UcxStreamChannel(ep), options, myTag, peer.toString(), null);
+                                return accepted(ep, myTag, r, parseOr(r.addressSeenByPeer(), uri), peer);
+                            });
                 } catch (RuntimeException e) {
                     LOG.warn("{}: refused a connection from {}: {}", uri, peer, e.getMessage());
                     closeAfterRefusal(ep, peerGone);
@@ -374,13 +384,15 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                 WorkerAddress clientAddress = WorkerAddress.of(h.workerAddress());
                 URI peer = workerUri(clientAddress, 0);
                 long myTag = rt.nextTag();
-                c = Watchdog.within(options.connectTimeout(), "handshake with " + peer, () -> forceClose(ep.get()), () -> {
-                    UcxEndpoint e = worker.await(worker.connectAsync(clientAddress, acceptedErrorHandler(comm, peerGone)));
-                    ep.set(e);
-                    UcxTagChannel ch = new UcxTagChannel(e, myTag, h.tag());
-                    Handshake.Result r = Handshake.listener(ch, options, myTag, peer.toString(), hello);
-                    return accepted(e, myTag, r, workerUri, peer);
-                });
+                c = Watchdog.within(
+                        options.connectTimeout(), "handshake with " + peer, () -> forceClose(ep.get()), () -> {
+                            UcxEndpoint e = worker.await(
+                                    worker.connectAsync(clientAddress, acceptedErrorHandler(comm, peerGone)));
+                            ep.set(e);
+                            UcxTagChannel ch = new UcxTagChannel(e, myTag, h.tag());
+                            Handshake.Result r = Handshake.listener(ch, options, myTag, peer.toString(), hello);
+                            return accepted(e, myTag, r, workerUri, peer);
+                        });
             } catch (RuntimeException e) {
                 LOG.warn("{}: refused an IP-less connection: {}", workerUri, e.getMessage());
                 closeAfterRefusal(ep.get(), peerGone);

@@ -9,9 +9,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.List;
+import org.ucx4j.MemoryKind;
 import org.ucx4j.comm.CommProtocolException;
 import org.ucx4j.comm.Frame;
-import org.ucx4j.MemoryKind;
 
 /**
  * The message header of docs/WIRE.md, version 1: a 16-byte fixed part, then one 16-byte entry per
@@ -22,6 +22,7 @@ import org.ucx4j.MemoryKind;
 final class WireFormat {
     /** "U4JM" in the first four bytes. */
     static final int MAGIC = 0x4D4A3455;
+
     static final int VERSION = 1;
     static final int HEADER_BYTES = 16;
     static final int ENTRY_BYTES = 16;
@@ -31,6 +32,7 @@ final class WireFormat {
     static final int FLAG_MULTI_BUFFER = 1;
     /** ucx: the frames' bytes follow the table inside the header message. */
     static final int FLAG_INLINE = 2;
+
     static final int KNOWN_FLAGS = FLAG_MULTI_BUFFER | FLAG_INLINE;
 
     static final ValueLayout.OfInt U32 = JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -92,8 +94,8 @@ final class WireFormat {
         }
         int version = src.get(JAVA_BYTE, off + 4) & 0xff;
         if (version != VERSION) {
-            throw new CommProtocolException("message header of protocol version " + version
-                    + "; this side speaks version " + VERSION);
+            throw new CommProtocolException(
+                    "message header of protocol version " + version + "; this side speaks version " + VERSION);
         }
         int type = src.get(JAVA_BYTE, off + 5) & 0xff;
         if (type != TYPE_MESSAGE && type != TYPE_CLOSE) {
@@ -105,8 +107,8 @@ final class WireFormat {
         }
         long count = src.get(U64, off + 8);
         if (count < 0 || count > maxFrames) {
-            throw new CommProtocolException("header claims " + Long.toUnsignedString(count) + " frames; max-frames is "
-                    + maxFrames);
+            throw new CommProtocolException(
+                    "header claims " + Long.toUnsignedString(count) + " frames; max-frames is " + maxFrames);
         }
         if (type == TYPE_CLOSE && (count != 0 || flags != 0)) {
             throw new CommProtocolException("close header with " + count + " frames and flags " + flags);

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.ByteBuffer;
@@ -55,24 +54,29 @@ abstract class HostileInputTest {
 
     abstract Raw raw(URI listener) throws Exception;
 
-    final CommOptions options = CommOptions.builder().config(UcxConfig.builder().build())
-            .connectTimeout(Duration.ofSeconds(5)).build();
+    final CommOptions options = CommOptions.builder()
+            .config(UcxConfig.builder().build())
+            .connectTimeout(Duration.ofSeconds(5))
+            .build();
     final LinkedBlockingQueue<Throwable> readFailures = new LinkedBlockingQueue<>();
     CommListener listener;
 
     @BeforeEach
     void listen() {
-        listener = Comms.listen(URI.create(listenAddress()), comm -> {
-            try (comm) {
-                while (true) {
-                    try (Message m = comm.read()) {
-                        comm.write(m);
+        listener = Comms.listen(
+                URI.create(listenAddress()),
+                comm -> {
+                    try (comm) {
+                        while (true) {
+                            try (Message m = comm.read()) {
+                                comm.write(m);
+                            }
+                        }
+                    } catch (RuntimeException e) {
+                        readFailures.add(e);
                     }
-                }
-            } catch (RuntimeException e) {
-                readFailures.add(e);
-            }
-        }, options);
+                },
+                options);
     }
 
     @AfterEach
@@ -82,7 +86,11 @@ abstract class HostileInputTest {
 
     static byte[] header(int magic, int version, int type, int flags, long frames, long... sizes) {
         ByteBuffer b = ByteBuffer.allocate(16 + 16 * sizes.length).order(ByteOrder.LITTLE_ENDIAN);
-        b.putInt(magic).put((byte) version).put((byte) type).putShort((short) flags).putLong(frames);
+        b.putInt(magic)
+                .put((byte) version)
+                .put((byte) type)
+                .putShort((short) flags)
+                .putLong(frames);
         for (long s : sizes) {
             b.putLong(s).putLong(0);
         }
@@ -118,16 +126,23 @@ abstract class HostileInputTest {
      * the listener has read and judged them, and the raw connection may close.
      */
     static void awaitRefusal(Raw r) throws Exception {
-        byte[] record = CompletableFuture.supplyAsync(() -> {
-            try {
-                return r.receiveRecord();
-            } catch (Exception e) {
-                throw new CompletionException(e);
-            }
-        }, Thread::startVirtualThread).get(30, TimeUnit.SECONDS);
-        assertTrue(record.length > 8 && record[6] == Handshake.VERDICT, "expected a VERDICT record, got "
-                + record.length + " bytes of type " + (record.length > 6 ? record[6] : -1));
-        assertNotEquals(Handshake.Verdict.ACCEPTED, Handshake.Verdict.of(record[8]),
+        byte[] record = CompletableFuture.supplyAsync(
+                        () -> {
+                            try {
+                                return r.receiveRecord();
+                            } catch (Exception e) {
+                                throw new CompletionException(e);
+                            }
+                        },
+                        Thread::startVirtualThread)
+                .get(30, TimeUnit.SECONDS);
+        assertTrue(
+                record.length > 8 && record[6] == Handshake.VERDICT,
+                "expected a VERDICT record, got " + record.length + " bytes of type "
+                        + (record.length > 6 ? record[6] : -1));
+        assertNotEquals(
+                Handshake.Verdict.ACCEPTED,
+                Handshake.Verdict.of(record[8]),
                 "the listener accepted hostile handshake bytes");
     }
 
@@ -168,8 +183,11 @@ abstract class HostileInputTest {
     void wrongHandshakeVersion() throws Exception {
         byte[] hello = Handshake.hello(false, new byte[32], 1, "x", "y", null);
         hello[4] = 9; // version 9
-        byte[] framed = ByteBuffer.allocate(4 + hello.length).order(ByteOrder.LITTLE_ENDIAN).putInt(hello.length)
-                .put(hello).array();
+        byte[] framed = ByteBuffer.allocate(4 + hello.length)
+                .order(ByteOrder.LITTLE_ENDIAN)
+                .putInt(hello.length)
+                .put(hello)
+                .array();
         try (Raw r = raw(listener.address())) {
             r.sendHandshakeBytes(framed);
             awaitRefusal(r);

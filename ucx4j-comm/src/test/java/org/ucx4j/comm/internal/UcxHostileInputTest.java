@@ -39,7 +39,8 @@ class UcxHostileInputTest extends HostileInputTest {
 
             @Override
             public void handshake(CommOptions o) throws Exception {
-                peerTag = Handshake.client(new UcxStreamChannel(ep), o, myTag, l.toString(), null).peerTag();
+                peerTag = Handshake.client(new UcxStreamChannel(ep), o, myTag, l.toString(), null)
+                        .peerTag();
             }
 
             @Override

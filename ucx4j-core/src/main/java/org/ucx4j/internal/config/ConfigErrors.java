@@ -9,8 +9,7 @@ import org.ucx4j.UcxConfigException;
  * <p>Threading: stateless, safe everywhere.
  */
 public final class ConfigErrors {
-    private ConfigErrors() {
-    }
+    private ConfigErrors() {}
 
     /**
      * A value that does not fit its key.
@@ -27,7 +26,9 @@ public final class ConfigErrors {
         String shown = secret ? "(secret)" : written;
         return new UcxConfigException(
                 "invalid value '" + shown + "' for ucx4j config key '" + key + "' from " + origin + ": " + reason,
-                key, secret ? null : written, origin.description());
+                key,
+                secret ? null : written,
+                origin.description());
     }
 
     /**
@@ -41,9 +42,11 @@ public final class ConfigErrors {
      */
     public static UcxConfigException unknownKey(String key, String written, ConfigOrigin origin, ConfigSchema schema) {
         return new UcxConfigException(
-                "unknown ucx4j config key '" + key + "' (value '" + written + "') from " + origin
-                        + "; known keys: " + schema.knownKeys(),
-                key, written, origin.description());
+                "unknown ucx4j config key '" + key + "' (value '" + written + "') from " + origin + "; known keys: "
+                        + schema.knownKeys(),
+                key,
+                written,
+                origin.description());
     }
 
     /**
@@ -59,6 +62,8 @@ public final class ConfigErrors {
         return new UcxConfigException(
                 "ucx4j config key '" + key + "' is set twice in one source: by " + first + " and by " + second
                         + "; keep one",
-                key, written, second.description());
+                key,
+                written,
+                second.description());
     }
 }

@@ -37,8 +37,7 @@ import org.ucx4j.UcxConfigException;
 public final class ConfigLoader {
     private static final Logger LOG = LoggerFactory.getLogger(ConfigLoader.class);
 
-    private ConfigLoader() {
-    }
+    private ConfigLoader() {}
 
     /**
      * The raw values of every source, and what loading found.
@@ -76,10 +75,14 @@ public final class ConfigLoader {
         YamlConfigFile yaml = null;
         if (file != null) {
             if (!sources.yamlSupported()) {
-                throw new UcxConfigException("ucx4j config file " + file + " cannot be read: YAML support needs "
-                        + "SnakeYAML Engine (org.snakeyaml:snakeyaml-engine), which is not on the class path (on the module "
-                        + "path it must also be resolved: --add-modules org.snakeyaml.engine.v2); add it, or remove the "
-                        + "file", null, null, file.toString());
+                throw new UcxConfigException(
+                        "ucx4j config file " + file + " cannot be read: YAML support needs "
+                                + "SnakeYAML Engine (org.snakeyaml:snakeyaml-engine), which is not on the class path (on the module "
+                                + "path it must also be resolved: --add-modules org.snakeyaml.engine.v2); add it, or remove the "
+                                + "file",
+                        null,
+                        null,
+                        file.toString());
             }
             LOG.debug("reading ucx4j configuration from {}", file);
             yaml = YamlConfigFile.parse(file);
@@ -101,8 +104,8 @@ public final class ConfigLoader {
         return new Loaded(layers, file, sources.ucxVariables());
     }
 
-    private static void addFileLayer(List<ConfigLayer> layers, YamlConfigFile yaml, ConfigNamespace namespace,
-            ConfigSchema schema) {
+    private static void addFileLayer(
+            List<ConfigLayer> layers, YamlConfigFile yaml, ConfigNamespace namespace, ConfigSchema schema) {
         if (yaml != null) {
             layers.add(yaml.read(namespace, schema));
         }
@@ -114,15 +117,23 @@ public final class ConfigLoader {
         String variable = sources.environment().get(ConfigSources.CONFIG_FILE_VARIABLE);
         String explicit = property != null && !property.isBlank() ? property : variable;
         if (explicit != null && !explicit.isBlank()) {
-            String source = explicit == property ? "-D" + SystemPropertyReader.CONFIG_FILE_PROPERTY
+            String source = explicit == property
+                    ? "-D" + SystemPropertyReader.CONFIG_FILE_PROPERTY
                     : "env " + ConfigSources.CONFIG_FILE_VARIABLE;
             Path path = Path.of(explicit);
             if (!Files.isRegularFile(path)) {
-                throw new UcxConfigException("ucx4j config file '" + explicit + "' named by " + source
-                        + " does not exist or is not a regular file", null, explicit, source);
+                throw new UcxConfigException(
+                        "ucx4j config file '" + explicit + "' named by " + source
+                                + " does not exist or is not a regular file",
+                        null,
+                        explicit,
+                        source);
             }
             return path;
         }
-        return sources.searchPath().stream().filter(Files::isRegularFile).findFirst().orElse(null);
+        return sources.searchPath().stream()
+                .filter(Files::isRegularFile)
+                .findFirst()
+                .orElse(null);
     }
 }

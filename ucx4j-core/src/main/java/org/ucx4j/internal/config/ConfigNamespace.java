@@ -45,9 +45,11 @@ public record ConfigNamespace(String path, String envPrefix, boolean strict, boo
     public static final ConfigNamespace DASK_CUDA_RMM = dask("rmm", true, true);
 
     private static ConfigNamespace dask(String path, boolean deprecated, boolean poolSizeOnly) {
-        String prefix = "DASK_" + Arrays.stream(path.split("\\."))
-                .map(s -> s.toUpperCase(Locale.ROOT).replace('-', '_'))
-                .collect(Collectors.joining("__")) + "__";
+        String prefix = "DASK_"
+                + Arrays.stream(path.split("\\."))
+                        .map(s -> s.toUpperCase(Locale.ROOT).replace('-', '_'))
+                        .collect(Collectors.joining("__"))
+                + "__";
         return new ConfigNamespace(path, prefix, false, deprecated, poolSizeOnly);
     }
 
@@ -82,28 +84,42 @@ public record ConfigNamespace(String path, String envPrefix, boolean strict, boo
      * @param where the source, for example {@code env UCX4J__TCP} or {@code /x/ucx4j.yaml:3}
      * @throws UcxConfigException for unknown keys or misplaced values in a strict namespace
      */
-    public void accept(ConfigLayer layer, ConfigSchema schema, String relativePath, Object value, String written,
-            String where) {
+    public void accept(
+            ConfigLayer layer, ConfigSchema schema, String relativePath, Object value, String written, String where) {
         ConfigSchema.Target target = poolSizeOnly
-                ? schema.keyForDaskSpelling(RMM_PREFIX + relativePath).<ConfigSchema.Target>map(ConfigSchema.Key::new)
+                ? schema.keyForDaskSpelling(RMM_PREFIX + relativePath)
+                        .<ConfigSchema.Target>map(ConfigSchema.Key::new)
                         .orElse(new ConfigSchema.Unknown())
                 : schema.classify(relativePath, !strict);
         switch (target) {
-            case ConfigSchema.Key k -> layer.add(
-                    new RawSetting(k.name(), value, written, origin(relativePath, relativePath, where)));
-            case ConfigSchema.EnvironmentEntry e -> layer.add(new RawSetting(
-                    ConfigSchema.ENVIRONMENT + "." + e.name(), value, written,
-                    origin(relativePath, ConfigSchema.ENVIRONMENT, where)));
-            case ConfigSchema.EnvironmentMap m -> refuseOrSkip(relativePath, written, where,
-                    "'environment' is a map: set one entry, as environment.<name>");
-            case ConfigSchema.Group g -> refuseOrSkip(relativePath, written, where,
-                    "'" + relativePath + "' is a group: set one of the keys below it");
+            case ConfigSchema.Key k ->
+                layer.add(new RawSetting(k.name(), value, written, origin(relativePath, relativePath, where)));
+            case ConfigSchema.EnvironmentEntry e ->
+                layer.add(new RawSetting(
+                        ConfigSchema.ENVIRONMENT + "." + e.name(),
+                        value,
+                        written,
+                        origin(relativePath, ConfigSchema.ENVIRONMENT, where)));
+            case ConfigSchema.EnvironmentMap m ->
+                refuseOrSkip(
+                        relativePath, written, where, "'environment' is a map: set one entry, as environment.<name>");
+            case ConfigSchema.Group g ->
+                refuseOrSkip(
+                        relativePath,
+                        written,
+                        where,
+                        "'" + relativePath + "' is a group: set one of the keys below it");
             case ConfigSchema.OtherModule m -> {
                 if (strict) {
-                    ConfigWarnings.warnOnce("module:" + relativePath, "ucx4j config key '" + relativePath + "' from "
-                            + where + " belongs to " + m.module() + ", which is not on the class or module path: ignored");
+                    ConfigWarnings.warnOnce(
+                            "module:" + relativePath,
+                            "ucx4j config key '" + relativePath + "' from " + where + " belongs to " + m.module()
+                                    + ", which is not on the class or module path: ignored");
                 } else {
-                    LOG.debug("ignoring {} from {}: a key of {}, not on the path", fullKey(relativePath), where,
+                    LOG.debug(
+                            "ignoring {} from {}: a key of {}, not on the path",
+                            fullKey(relativePath),
+                            where,
                             m.module());
                 }
             }
@@ -127,7 +143,7 @@ public record ConfigNamespace(String path, String envPrefix, boolean strict, boo
         if (strict) {
             return ConfigOrigin.of(where);
         }
-        return new ConfigOrigin(where + " (" + fullKey(relativePath) + ")",
-                deprecated ? fullKey(deprecationPath) : null, true);
+        return new ConfigOrigin(
+                where + " (" + fullKey(relativePath) + ")", deprecated ? fullKey(deprecationPath) : null, true);
     }
 }

@@ -46,44 +46,37 @@ public final class ConfigSchema {
     }
 
     /** What a path names. */
-    public sealed interface Target {
-    }
+    public sealed interface Target {}
 
     /**
      * A key of the schema.
      *
      * @param name the key's canonical name
      */
-    public record Key(String name) implements Target {
-    }
+    public record Key(String name) implements Target {}
 
     /**
      * One entry of the {@code environment} map.
      *
      * @param name the normalised entry name, for example {@code log-level}
      */
-    public record EnvironmentEntry(String name) implements Target {
-    }
+    public record EnvironmentEntry(String name) implements Target {}
 
     /** The {@code environment} map itself. */
-    public record EnvironmentMap() implements Target {
-    }
+    public record EnvironmentMap() implements Target {}
 
     /** A group with keys below it, such as {@code memory-pool} or {@code auth}. */
-    public record Group() implements Target {
-    }
+    public record Group() implements Target {}
 
     /**
      * A key or group of a ucx4j module that is not on the path: ignored with a warning.
      *
      * @param module the module, for example {@code ucx4j-comm}
      */
-    public record OtherModule(String module) implements Target {
-    }
+    public record OtherModule(String module) implements Target {}
 
     /** Nothing the schema knows. */
-    public record Unknown() implements Target {
-    }
+    public record Unknown() implements Target {}
 
     /**
      * Normalises one name segment: lower case, {@code _} read as {@code -}.
@@ -145,8 +138,11 @@ public final class ConfigSchema {
      * @return Dask's name for it: its own spelling where it has one, else the same name
      */
     public String daskSpellingOf(String keyName) {
-        return daskSpellings.entrySet().stream().filter(e -> e.getValue().equals(keyName)).map(Map.Entry::getKey)
-                .findFirst().orElse(keyName);
+        return daskSpellings.entrySet().stream()
+                .filter(e -> e.getValue().equals(keyName))
+                .map(Map.Entry::getKey)
+                .findFirst()
+                .orElse(keyName);
     }
 
     /**

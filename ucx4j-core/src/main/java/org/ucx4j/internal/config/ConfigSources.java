@@ -18,7 +18,10 @@ import java.util.Properties;
  *     {@code -Ducx4j.config} names one; the first that exists is read
  * @param yamlSupported whether SnakeYAML Engine can be used (see {@link #yamlLibraryPresent()})
  */
-public record ConfigSources(Map<String, String> environment, Map<String, String> systemProperties, List<Path> searchPath,
+public record ConfigSources(
+        Map<String, String> environment,
+        Map<String, String> systemProperties,
+        List<Path> searchPath,
         boolean yamlSupported) {
     /** The variable naming the one config file to read. */
     public static final String CONFIG_FILE_VARIABLE = "UCX4J_CONFIG";
@@ -56,8 +59,8 @@ public record ConfigSources(Map<String, String> environment, Map<String, String>
      */
     public static boolean yamlLibraryPresent() {
         try {
-            Class<?> settings = Class.forName("org.snakeyaml.engine.v2.api.LoadSettings", false,
-                    ConfigSources.class.getClassLoader());
+            Class<?> settings = Class.forName(
+                    "org.snakeyaml.engine.v2.api.LoadSettings", false, ConfigSources.class.getClassLoader());
             Module core = ConfigSources.class.getModule();
             return !core.isNamed() || core.canRead(settings.getModule());
         } catch (ClassNotFoundException | LinkageError e) {

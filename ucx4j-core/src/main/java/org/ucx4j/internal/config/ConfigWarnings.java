@@ -20,8 +20,7 @@ public final class ConfigWarnings {
     private static final Set<String> WARNED = ConcurrentHashMap.newKeySet();
     private static volatile BiConsumer<String, String> observer;
 
-    private ConfigWarnings() {
-    }
+    private ConfigWarnings() {}
 
     /**
      * Logs a warning about a key, unless one was already logged for it in this process.

@@ -25,13 +25,14 @@ public final class Durations {
             Map.entry("ns", 1L),
             Map.entry("us", 1_000L),
             Map.entry("ms", 1_000_000L),
-            Map.entry("s", 1_000_000_000L), Map.entry("sec", 1_000_000_000L),
-            Map.entry("m", 60_000_000_000L), Map.entry("min", 60_000_000_000L),
+            Map.entry("s", 1_000_000_000L),
+            Map.entry("sec", 1_000_000_000L),
+            Map.entry("m", 60_000_000_000L),
+            Map.entry("min", 60_000_000_000L),
             Map.entry("h", 3_600_000_000_000L),
             Map.entry("d", 86_400_000_000_000L));
 
-    private Durations() {
-    }
+    private Durations() {}
 
     /**
      * Parses a duration.
@@ -52,13 +53,16 @@ public final class Durations {
         } else {
             Matcher m = DURATION.matcher(norm);
             if (!m.matches()) {
-                throw new IllegalArgumentException("expected a duration such as 5s, 250ms, 1m, 2.5s or a number of seconds");
+                throw new IllegalArgumentException(
+                        "expected a duration such as 5s, 250ms, 1m, 2.5s or a number of seconds");
             }
             Long nanosPerUnit = NANOS_PER_UNIT.get(m.group(2));
             if (nanosPerUnit == null) {
-                throw new IllegalArgumentException("unknown duration unit '" + m.group(2) + "': use ns, us, ms, s, m, h or d");
+                throw new IllegalArgumentException(
+                        "unknown duration unit '" + m.group(2) + "': use ns, us, ms, s, m, h or d");
             }
-            BigDecimal nanos = new BigDecimal(m.group(1)).multiply(BigDecimal.valueOf(nanosPerUnit))
+            BigDecimal nanos = new BigDecimal(m.group(1))
+                    .multiply(BigDecimal.valueOf(nanosPerUnit))
                     .setScale(0, RoundingMode.HALF_UP);
             try {
                 result = Duration.ofNanos(nanos.longValueExact());

@@ -17,8 +17,7 @@ import java.util.stream.Collectors;
  * <p>Threading: stateless, safe everywhere.
  */
 public final class EnvironmentVariableReader {
-    private EnvironmentVariableReader() {
-    }
+    private EnvironmentVariableReader() {}
 
     /**
      * Reads the variables of one namespace.
@@ -36,10 +35,12 @@ public final class EnvironmentVariableReader {
         for (Map.Entry<String, String> e : new TreeMap<>(environment).entrySet()) {
             String name = e.getKey();
             String upper = name.toUpperCase(Locale.ROOT);
-            if (!upper.startsWith(namespace.envPrefix()) || upper.length() == namespace.envPrefix().length()) {
+            if (!upper.startsWith(namespace.envPrefix())
+                    || upper.length() == namespace.envPrefix().length()) {
                 continue;
             }
-            String path = Arrays.stream(name.substring(namespace.envPrefix().length()).split("__", -1))
+            String path = Arrays.stream(
+                            name.substring(namespace.envPrefix().length()).split("__", -1))
                     .map(ConfigSchema::normalize)
                     .collect(Collectors.joining("."));
             namespace.accept(layer, schema, path, LiteralValues.noneToNull(e.getValue()), e.getValue(), "env " + name);

@@ -9,8 +9,7 @@ import java.util.Locale;
  * <p>Threading: stateless, safe everywhere.
  */
 public final class LiteralValues {
-    private LiteralValues() {
-    }
+    private LiteralValues() {}
 
     /**
      * Maps the none literal to null and leaves any other text alone; {@code true} and {@code false}

@@ -22,8 +22,7 @@ public final class ModuleKeyNames {
             "auth", "ucx4j-comm",
             "memory-pool", "ucx4j-cuda");
 
-    private ModuleKeyNames() {
-    }
+    private ModuleKeyNames() {}
 
     /**
      * The module owning a path: the path is an owned name, lies below one, or is a group above one.
@@ -33,7 +32,8 @@ public final class ModuleKeyNames {
      */
     public static Optional<String> owner(String path) {
         return OWNERS.entrySet().stream()
-                .filter(e -> path.equals(e.getKey()) || path.startsWith(e.getKey() + ".")
+                .filter(e -> path.equals(e.getKey())
+                        || path.startsWith(e.getKey() + ".")
                         || e.getKey().startsWith(path + "."))
                 .map(Map.Entry::getValue)
                 .findFirst();

@@ -11,5 +11,4 @@ package org.ucx4j.internal.config;
  * @param written the value as the user wrote it, for error messages (null when not text)
  * @param origin where it came from
  */
-public record RawSetting(String path, Object value, String written, ConfigOrigin origin) {
-}
+public record RawSetting(String path, Object value, String written, ConfigOrigin origin) {}

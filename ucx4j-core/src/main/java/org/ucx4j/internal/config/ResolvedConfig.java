@@ -65,8 +65,9 @@ public record ResolvedConfig(
     private ResolvedValue resolved(ConfigKey<?> key) {
         ResolvedValue v = values.get(key);
         if (v == null) {
-            throw new IllegalArgumentException("configuration key '" + key + "' is not registered: its module provides "
-                    + "it as an org.ucx4j.spi.ConfigKeySet (module-info provides, or META-INF/services on the class path)");
+            throw new IllegalArgumentException(
+                    "configuration key '" + key + "' is not registered: its module provides "
+                            + "it as an org.ucx4j.spi.ConfigKeySet (module-info provides, or META-INF/services on the class path)");
         }
         return v;
     }

@@ -29,8 +29,7 @@ public final class SystemPropertyReader {
      */
     public static final Set<String> RESERVED_PREFIXES = Set.of("ucx4j.cli.", "ucx4j.bench.");
 
-    private SystemPropertyReader() {
-    }
+    private SystemPropertyReader() {}
 
     /**
      * Reads the {@code ucx4j.*} properties.
@@ -44,12 +43,14 @@ public final class SystemPropertyReader {
         ConfigLayer layer = new ConfigLayer("system properties ucx4j.*", true);
         for (Map.Entry<String, String> e : new TreeMap<>(properties).entrySet()) {
             String name = e.getKey();
-            if (!name.startsWith(PREFIX) || RESERVED.contains(name)
+            if (!name.startsWith(PREFIX)
+                    || RESERVED.contains(name)
                     || RESERVED_PREFIXES.stream().anyMatch(name::startsWith)) {
                 continue;
             }
             String path = ConfigSchema.normalize(name.substring(PREFIX.length()));
-            ConfigNamespace.UCX4J.accept(layer, schema, path, LiteralValues.noneToNull(e.getValue()), e.getValue(), "-D" + name);
+            ConfigNamespace.UCX4J.accept(
+                    layer, schema, path, LiteralValues.noneToNull(e.getValue()), e.getValue(), "-D" + name);
         }
         return layer;
     }

@@ -18,19 +18,48 @@ import java.util.Set;
 public final class UcsGlobalOptions {
     /** Exact global option names. */
     public static final Set<String> NAMES = Set.of(
-            "LOG_LEVEL", "LOG_LEVEL_TRIGGER", "LOG_FILE", "LOG_FILE_SIZE", "LOG_FILE_ROTATE", "LOG_FILE_FILTER",
-            "LOG_BUFFER", "LOG_DATA_SIZE", "LOG_PRINT_ENABLE",
-            "MPOOL_FIFO", "HANDLE_ERRORS", "ERROR_SIGNALS", "ERROR_MAIL_TO", "ERROR_MAIL_FOOTER",
-            "GDB_COMMAND", "DEBUG_SIGNO", "WARN_UNUSED_ENV_VARS",
-            "ASYNC_MAX_EVENTS", "ASYNC_SIGNO", "MEMTYPE_CACHE",
-            "STATS_DEST", "STATS_TRIGGER", "STATS_FILTER", "STATS_FORMAT",
-            "TUNING_PATH", "PERF_STALL_LOOPS",
-            "MEMTRACK_DEST", "MEMTRACK_LIMIT",
-            "PROFILE_MODE", "PROFILE_FILE", "PROFILE_LOG_SIZE",
-            "TOPO_PRIO", "VFS_ENABLE", "VFS_THREAD_AFFINITY",
-            "RCACHE_CHECK_PFN", "RCACHE_STAT_MIN", "RCACHE_STAT_MAX",
-            "MODULE_DIR", "MODULE_LOG_LEVEL", "MODULES",
-            "BUILTIN_MEMCPY_MIN", "BUILTIN_MEMCPY_MAX");
+            "LOG_LEVEL",
+            "LOG_LEVEL_TRIGGER",
+            "LOG_FILE",
+            "LOG_FILE_SIZE",
+            "LOG_FILE_ROTATE",
+            "LOG_FILE_FILTER",
+            "LOG_BUFFER",
+            "LOG_DATA_SIZE",
+            "LOG_PRINT_ENABLE",
+            "MPOOL_FIFO",
+            "HANDLE_ERRORS",
+            "ERROR_SIGNALS",
+            "ERROR_MAIL_TO",
+            "ERROR_MAIL_FOOTER",
+            "GDB_COMMAND",
+            "DEBUG_SIGNO",
+            "WARN_UNUSED_ENV_VARS",
+            "ASYNC_MAX_EVENTS",
+            "ASYNC_SIGNO",
+            "MEMTYPE_CACHE",
+            "STATS_DEST",
+            "STATS_TRIGGER",
+            "STATS_FILTER",
+            "STATS_FORMAT",
+            "TUNING_PATH",
+            "PERF_STALL_LOOPS",
+            "MEMTRACK_DEST",
+            "MEMTRACK_LIMIT",
+            "PROFILE_MODE",
+            "PROFILE_FILE",
+            "PROFILE_LOG_SIZE",
+            "TOPO_PRIO",
+            "VFS_ENABLE",
+            "VFS_THREAD_AFFINITY",
+            "RCACHE_CHECK_PFN",
+            "RCACHE_STAT_MIN",
+            "RCACHE_STAT_MAX",
+            "MODULE_DIR",
+            "MODULE_LOG_LEVEL",
+            "MODULES",
+            "BUILTIN_MEMCPY_MIN",
+            "BUILTIN_MEMCPY_MAX");
 
     /**
      * Prefixes of whole families that are global: libucs's logging, statistics, profiling, memory
@@ -39,8 +68,7 @@ public final class UcsGlobalOptions {
      */
     public static final List<String> PREFIXES = List.of("LOG_", "STATS_", "PROFILE_", "MEMTRACK_", "VFS_", "MEM_");
 
-    private UcsGlobalOptions() {
-    }
+    private UcsGlobalOptions() {}
 
     /**
      * Whether an option is read only when UCX loads.

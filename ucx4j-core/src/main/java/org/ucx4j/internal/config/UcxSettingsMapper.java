@@ -35,8 +35,7 @@ import org.ucx4j.UcxKeys;
 public final class UcxSettingsMapper {
     private static final Logger LOG = LoggerFactory.getLogger(UcxSettingsMapper.class);
 
-    private UcxSettingsMapper() {
-    }
+    private UcxSettingsMapper() {}
 
     /**
      * The mapped settings.
@@ -84,12 +83,13 @@ public final class UcxSettingsMapper {
                 tls += ",cuda_ipc";
             }
             managed.put("TLS", tls);
-            managedSources.put("TLS", describe(config, UcxKeys.TCP, UcxKeys.NVLINK, UcxKeys.INFINIBAND,
-                    UcxKeys.CUDA_COPY));
+            managedSources.put(
+                    "TLS", describe(config, UcxKeys.TCP, UcxKeys.NVLINK, UcxKeys.INFINIBAND, UcxKeys.CUDA_COPY));
             boolean rdmacm = isTrue(config.value(UcxKeys.RDMACM));
             managed.put("SOCKADDR_TLS_PRIORITY", rdmacm ? "rdmacm" : "tcp");
-            managedSources.put("SOCKADDR_TLS_PRIORITY", describe(config, UcxKeys.TCP, UcxKeys.NVLINK,
-                    UcxKeys.INFINIBAND, UcxKeys.RDMACM));
+            managedSources.put(
+                    "SOCKADDR_TLS_PRIORITY",
+                    describe(config, UcxKeys.TCP, UcxKeys.NVLINK, UcxKeys.INFINIBAND, UcxKeys.RDMACM));
         }
         String netDevices = config.value(UcxKeys.NET_DEVICES);
         if (netDevices != null) {
@@ -103,8 +103,13 @@ public final class UcxSettingsMapper {
         managed.forEach((name, value) -> {
             String outside = config.ucxVariables().get("UCX_" + name);
             if (outside != null) {
-                LOG.info("not setting UCX {}={} from {}: the environment's UCX_{}={} wins",
-                        name, value, managedSources.get(name), name, outside);
+                LOG.info(
+                        "not setting UCX {}={} from {}: the environment's UCX_{}={} wins",
+                        name,
+                        value,
+                        managedSources.get(name),
+                        name,
+                        outside);
             } else {
                 context.put(name, value);
                 sources.put(name, managedSources.get(name));
@@ -116,11 +121,23 @@ public final class UcxSettingsMapper {
             String value = (String) resolved.value();
             String outside = config.ucxVariables().get("UCX_" + name);
             if (managed.containsKey(name)) {
-                LOG.warn("ignoring environment.{}={} (UCX_{}) from {}: {}={} is managed by {}",
-                        entry, value, name, resolved.origin(), name, managed.get(name), managedSources.get(name));
+                LOG.warn(
+                        "ignoring environment.{}={} (UCX_{}) from {}: {}={} is managed by {}",
+                        entry,
+                        value,
+                        name,
+                        resolved.origin(),
+                        name,
+                        managed.get(name),
+                        managedSources.get(name));
             } else if (outside != null) {
-                LOG.info("ignoring environment.{}={} from {}: the environment's UCX_{}={} wins",
-                        entry, value, resolved.origin(), name, outside);
+                LOG.info(
+                        "ignoring environment.{}={} from {}: the environment's UCX_{}={} wins",
+                        entry,
+                        value,
+                        resolved.origin(),
+                        name,
+                        outside);
             } else {
                 (UcsGlobalOptions.isGlobal(name) ? global : context).put(name, value);
                 sources.put(name, "environment." + entry + " (" + resolved.origin() + ")");

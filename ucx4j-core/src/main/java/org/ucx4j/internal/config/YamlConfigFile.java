@@ -44,28 +44,45 @@ public final class YamlConfigFile {
      * @throws UcxConfigException when the file cannot be read, is not YAML, or its top level is not a mapping
      */
     public static YamlConfigFile parse(Path file) {
-        LoadSettings settings = LoadSettings.builder().setLabel(file.toString()).setUseMarks(true).build();
+        LoadSettings settings = LoadSettings.builder()
+                .setLabel(file.toString())
+                .setUseMarks(true)
+                .build();
         Optional<Node> node;
         try (Reader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
             node = new Compose(settings).composeReader(reader);
         } catch (IOException e) {
-            throw new UcxConfigException("cannot read ucx4j config file " + file + ": " + e, null, null, file.toString(), e);
+            throw new UcxConfigException(
+                    "cannot read ucx4j config file " + file + ": " + e, null, null, file.toString(), e);
         } catch (MarkedYamlEngineException e) {
-            String where = e.getProblemMark().map(m -> file + ":" + (m.getLine() + 1) + ":" + (m.getColumn() + 1))
+            String where = e.getProblemMark()
+                    .map(m -> file + ":" + (m.getLine() + 1) + ":" + (m.getColumn() + 1))
                     .orElse(file.toString());
-            throw new UcxConfigException("invalid YAML in ucx4j config file " + where + ": " + e.getProblem()
-                    + (e.getContext() == null ? "" : " (" + e.getContext() + ")"), null, null, where, e);
+            throw new UcxConfigException(
+                    "invalid YAML in ucx4j config file " + where + ": " + e.getProblem()
+                            + (e.getContext() == null ? "" : " (" + e.getContext() + ")"),
+                    null,
+                    null,
+                    where,
+                    e);
         } catch (YamlEngineException e) {
-            throw new UcxConfigException("invalid YAML in ucx4j config file " + file + ": " + e.getMessage(),
-                    null, null, file.toString(), e);
+            throw new UcxConfigException(
+                    "invalid YAML in ucx4j config file " + file + ": " + e.getMessage(),
+                    null,
+                    null,
+                    file.toString(),
+                    e);
         }
         if (node.isEmpty() || isNull(node.get())) {
             return new YamlConfigFile(file, null);
         }
         if (!(node.get() instanceof MappingNode mapping)) {
             String where = where(file, node.get());
-            throw new UcxConfigException("invalid ucx4j config file " + where
-                    + ": the top level must be a mapping with a 'ucx4j:' block", null, null, where);
+            throw new UcxConfigException(
+                    "invalid ucx4j config file " + where + ": the top level must be a mapping with a 'ucx4j:' block",
+                    null,
+                    null,
+                    where);
         }
         return new YamlConfigFile(file, mapping);
     }
@@ -101,8 +118,12 @@ public final class YamlConfigFile {
         }
         if (!(block instanceof MappingNode mapping)) {
             if (namespace.strict()) {
-                throw new UcxConfigException("invalid ucx4j config file " + where(file, block) + ": '"
-                        + namespace.path() + "' must be a mapping of keys", namespace.path(), null, where(file, block));
+                throw new UcxConfigException(
+                        "invalid ucx4j config file " + where(file, block) + ": '" + namespace.path()
+                                + "' must be a mapping of keys",
+                        namespace.path(),
+                        null,
+                        where(file, block));
             }
             return layer;
         }
@@ -110,8 +131,8 @@ public final class YamlConfigFile {
         return layer;
     }
 
-    private void walk(ConfigLayer layer, ConfigNamespace namespace, ConfigSchema schema, MappingNode mapping,
-            String prefix) {
+    private void walk(
+            ConfigLayer layer, ConfigNamespace namespace, ConfigSchema schema, MappingNode mapping, String prefix) {
         for (NodeTuple tuple : mapping.getValue()) {
             if (!(tuple.getKeyNode() instanceof ScalarNode keyNode)) {
                 continue;
@@ -121,7 +142,8 @@ public final class YamlConfigFile {
             String where = where(file, keyNode);
             if (value instanceof ScalarNode scalar) {
                 if (!(isNull(scalar) && isMapTarget(namespace, schema, path))) {
-                    namespace.accept(layer, schema, path, isNull(scalar) ? null : scalar.getValue(), scalar.getValue(), where);
+                    namespace.accept(
+                            layer, schema, path, isNull(scalar) ? null : scalar.getValue(), scalar.getValue(), where);
                 }
                 continue;
             }
@@ -130,19 +152,25 @@ public final class YamlConfigFile {
             }
             String kind = value instanceof MappingNode ? "a mapping" : "a list";
             switch (schema.classify(path, !namespace.strict())) {
-                case ConfigSchema.EnvironmentMap m when value instanceof MappingNode env ->
-                        walkEnvironment(layer, namespace, schema, env, path);
-                case ConfigSchema.Group g when value instanceof MappingNode group ->
-                        walk(layer, namespace, schema, group, path + ".");
+                case ConfigSchema.EnvironmentMap m
+                when value instanceof MappingNode env -> walkEnvironment(layer, namespace, schema, env, path);
+                case ConfigSchema.Group g
+                when value instanceof MappingNode group -> walk(layer, namespace, schema, group, path + ".");
                 case ConfigSchema.OtherModule m -> namespace.accept(layer, schema, path, null, kind, where);
                 case ConfigSchema.Unknown u -> {
                     if (namespace.strict()) {
                         throw ConfigErrors.unknownKey(path, kind, ConfigOrigin.of(where), schema);
                     }
                 }
-                default -> throw ConfigErrors.invalidValue(path, kind, ConfigOrigin.of(where),
-                        path.equals(ConfigSchema.ENVIRONMENT) ? "expected a mapping such as {log-level: info}"
-                                : "expected a single value, got " + kind, false);
+                default ->
+                    throw ConfigErrors.invalidValue(
+                            path,
+                            kind,
+                            ConfigOrigin.of(where),
+                            path.equals(ConfigSchema.ENVIRONMENT)
+                                    ? "expected a mapping such as {log-level: info}"
+                                    : "expected a single value, got " + kind,
+                            false);
             }
         }
     }
@@ -153,12 +181,13 @@ public final class YamlConfigFile {
             return false;
         }
         ConfigSchema.Target target = schema.classify(path, !namespace.strict());
-        return target instanceof ConfigSchema.EnvironmentMap || target instanceof ConfigSchema.Group
+        return target instanceof ConfigSchema.EnvironmentMap
+                || target instanceof ConfigSchema.Group
                 || target instanceof ConfigSchema.OtherModule;
     }
 
-    private void walkEnvironment(ConfigLayer layer, ConfigNamespace namespace, ConfigSchema schema, MappingNode mapping,
-            String path) {
+    private void walkEnvironment(
+            ConfigLayer layer, ConfigNamespace namespace, ConfigSchema schema, MappingNode mapping, String path) {
         for (NodeTuple tuple : mapping.getValue()) {
             if (!(tuple.getKeyNode() instanceof ScalarNode keyNode)) {
                 continue;
@@ -166,17 +195,23 @@ public final class YamlConfigFile {
             String entryPath = path + "." + ConfigSchema.normalize(keyNode.getValue());
             String where = where(file, keyNode);
             if (tuple.getValueNode() instanceof ScalarNode scalar) {
-                namespace.accept(layer, schema, entryPath, isNull(scalar) ? null : scalar.getValue(), scalar.getValue(), where);
+                namespace.accept(
+                        layer, schema, entryPath, isNull(scalar) ? null : scalar.getValue(), scalar.getValue(), where);
             } else {
-                throw ConfigErrors.invalidValue(entryPath, "a mapping or list", ConfigOrigin.of(where),
-                        "environment entries are single values, such as log-level: info", false);
+                throw ConfigErrors.invalidValue(
+                        entryPath,
+                        "a mapping or list",
+                        ConfigOrigin.of(where),
+                        "environment entries are single values, such as log-level: info",
+                        false);
             }
         }
     }
 
     private static Node child(MappingNode mapping, String segment) {
         for (NodeTuple tuple : mapping.getValue()) {
-            if (tuple.getKeyNode() instanceof ScalarNode key && ConfigSchema.normalize(key.getValue()).equals(segment)) {
+            if (tuple.getKeyNode() instanceof ScalarNode key
+                    && ConfigSchema.normalize(key.getValue()).equals(segment)) {
                 return tuple.getValueNode();
             }
         }
@@ -188,6 +223,10 @@ public final class YamlConfigFile {
     }
 
     private static String where(Path file, Node node) {
-        return file + node.getStartMark().map(Mark::getLine).map(line -> ":" + (line + 1)).orElse("");
+        return file
+                + node.getStartMark()
+                        .map(Mark::getLine)
+                        .map(line -> ":" + (line + 1))
+                        .orElse("");
     }
 }

@@ -37,6 +37,7 @@ public final class NativeWorker {
     public final OperationTable operations;
     /** Connect and close timeouts. */
     public final TimerQueue timers = new TimerQueue();
+
     private final UpcallDispatcher upcalls;
     /** Scratch {@code ucp_tag_recv_info_t}. Lock holder only. */
     public final MemorySegment tagInfo;
@@ -73,12 +74,19 @@ public final class NativeWorker {
         MemorySegment fdOut = arena.allocate(JAVA_INT);
         status = NativeCalls.callInt(() -> (byte) Ucp.worker_get_efd.invokeExact(handle, fdOut));
         if (status != UcxStatus.OK.code()) {
-            NativeCalls.invoke(() -> { Ucp.worker_destroy.invokeExact(handle); });
+            NativeCalls.invoke(() -> {
+                Ucp.worker_destroy.invokeExact(handle);
+            });
             arena.close();
             throw UcxException.of("ucp_worker_get_efd", status, "the context needs Feature.WAKEUP");
         }
-        this.engine = new ProgressEngine(handle, fdOut.get(JAVA_INT, 0), options.progressMode(),
-                options.spin().toNanos(), timers, arena);
+        this.engine = new ProgressEngine(
+                handle,
+                fdOut.get(JAVA_INT, 0),
+                options.progressMode(),
+                options.spin().toNanos(),
+                timers,
+                arena);
         // The table needs the id (it is in every user-data word), the id needs the dispatcher: the
         // dispatcher gets the table before anything can call back (nothing has been posted yet).
         this.upcalls = new UpcallDispatcher(events, options.name());
@@ -137,7 +145,8 @@ public final class NativeWorker {
             if (op.owner != null && !op.owner.admit(op)) {
                 return;
             }
-            MemorySegment p = iov ? operations.iovParam(op, callback, attrs, flags)
+            MemorySegment p = iov
+                    ? operations.iovParam(op, callback, attrs, flags)
                     : operations.param(op, callback, attrs, flags);
             MemorySegment r;
             try {
@@ -165,7 +174,9 @@ public final class NativeWorker {
         try {
             engine.runLockedAfterDrain(() -> {
                 operations.failAllForDestroy();
-                NativeCalls.invoke(() -> { Ucp.worker_destroy.invokeExact(handle); });
+                NativeCalls.invoke(() -> {
+                    Ucp.worker_destroy.invokeExact(handle);
+                });
                 Upcalls.unregister(id);
             });
         } finally {

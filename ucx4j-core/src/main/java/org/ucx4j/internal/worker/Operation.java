@@ -20,11 +20,13 @@ public final class Operation {
     final CompletableFuture<Object> future;
     /** The endpoint it runs on, or null for worker-wide operations. */
     final OperationOwner owner;
+
     final long length;
     int id = -1;
     MemorySegment request = MemorySegment.NULL;
     /** Set when the operation fails for an outside reason (endpoint failure, close) before UCX says so. */
     UcxException overrideFailure;
+
     boolean cancelRequested;
     /** A native copy of a heap buffer, freed at completion. */
     MemorySegment staging;
@@ -34,6 +36,7 @@ public final class Operation {
     List<MemorySegment> extraStaging;
     /** Where to copy received bytes back to (heap receives), or null. */
     MemorySegment copyBackTo;
+
     Operation ownerPrev;
     Operation ownerNext;
 
@@ -47,8 +50,8 @@ public final class Operation {
      * @param future completed with its result (by ucx4j only)
      */
     @SuppressWarnings("unchecked")
-    public Operation(NativeWorker worker, OperationKind kind, OperationOwner owner, long length,
-                     CompletableFuture<?> future) {
+    public Operation(
+            NativeWorker worker, OperationKind kind, OperationOwner owner, long length, CompletableFuture<?> future) {
         this.worker = worker;
         this.kind = kind;
         this.owner = owner;

@@ -36,9 +36,11 @@ public final class OperationTable {
     static final int OP_ATTR_FIELD_DATATYPE = 1 << 3;
     /** {@code UCP_OP_ATTR_FIELD_FLAGS}: the call's flags are set. */
     public static final int OP_ATTR_FIELD_FLAGS = 1 << 4;
+
     static final int OP_ATTR_FIELD_RECV_INFO = 1 << 7;
     /** {@code UCP_OP_ATTR_FLAG_NO_IMM_CMPL}: always complete through the callback. */
     public static final int OP_ATTR_FLAG_NO_IMM_CMPL = 1 << 16;
+
     private static final long P_OP_ATTR = Structs.offset(Structs.UCP_REQUEST_PARAM, "op_attr_mask");
     private static final long P_FLAGS = Structs.offset(Structs.UCP_REQUEST_PARAM, "flags");
     private static final long P_CB = Structs.offset(Structs.UCP_REQUEST_PARAM, "cb");
@@ -51,6 +53,7 @@ public final class OperationTable {
     private final int workerId;
     /** Scratch {@code ucp_request_param_t}, filled for one submission at a time. */
     private final MemorySegment param;
+
     private final IdTable<Operation> ops = new IdTable<>(64);
     /** Set while the worker is being destroyed: late callbacks must not free requests again. */
     private boolean destroying;
@@ -147,7 +150,9 @@ public final class OperationTable {
 
     private void cancelRequest(Operation op) {
         MemorySegment req = op.request;
-        NativeCalls.invoke(() -> { Ucp.request_cancel.invokeExact(workerHandle, req); });
+        NativeCalls.invoke(() -> {
+            Ucp.request_cancel.invokeExact(workerHandle, req);
+        });
     }
 
     /** Completes an operation: bookkeeping first, then the future. */
@@ -164,7 +169,9 @@ public final class OperationTable {
         } else if (op.overrideFailure != null) {
             op.future.completeExceptionally(op.overrideFailure);
         } else if (status == UcxStatus.MESSAGE_TRUNCATED.code()) {
-            op.future.completeExceptionally(new UcxException(op.kind.call(), status,
+            op.future.completeExceptionally(new UcxException(
+                    op.kind.call(),
+                    status,
                     "the incoming message is larger than the " + op.length + "-byte receive buffer"));
         } else if (status == UcxStatus.CANCELED.code() && op.cancelRequested) {
             op.future.completeExceptionally(new UcxCanceledException(op.kind.call(), status, "canceled by the caller"));
@@ -192,7 +199,9 @@ public final class OperationTable {
         if (!op.request.equals(MemorySegment.NULL)) {
             MemorySegment req = op.request;
             op.request = MemorySegment.NULL;
-            NativeCalls.invoke(() -> { Ucp.request_free.invokeExact(req); });
+            NativeCalls.invoke(() -> {
+                Ucp.request_free.invokeExact(req);
+            });
         }
     }
 
@@ -228,7 +237,9 @@ public final class OperationTable {
         }
         if (!destroying) {
             LOG.warn("UCX completion for unknown operation {} on worker {}", opId, workerId);
-            NativeCalls.invoke(() -> { Ucp.request_free.invokeExact(request); });
+            NativeCalls.invoke(() -> {
+                Ucp.request_free.invokeExact(request);
+            });
         }
     }
 
@@ -244,8 +255,10 @@ public final class OperationTable {
             freeRequest(op);
             release(op);
             Buffers.freeAll(op);
-            op.future.completeExceptionally(op.overrideFailure != null ? op.overrideFailure
-                    : new UcxCanceledException(op.kind.call(), UcxStatus.CANCELED.code(), "worker closed"));
+            op.future.completeExceptionally(
+                    op.overrideFailure != null
+                            ? op.overrideFailure
+                            : new UcxCanceledException(op.kind.call(), UcxStatus.CANCELED.code(), "worker closed"));
         }
     }
 }

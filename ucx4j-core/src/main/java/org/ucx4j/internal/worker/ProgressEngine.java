@@ -57,12 +57,13 @@ public final class ProgressEngine {
     private final ConcurrentLinkedQueue<Runnable> queue = new ConcurrentLinkedQueue<>();
     /** The progress thread's poll scratch; only the progress thread uses it. */
     private final MemorySegment pollfd;
+
     private volatile boolean armed;
     private volatile boolean running = true;
     private Thread thread;
 
-    ProgressEngine(MemorySegment handle, int eventFd, ProgressMode mode, long spinNanos, TimerQueue timers,
-                   Arena arena) {
+    ProgressEngine(
+            MemorySegment handle, int eventFd, ProgressMode mode, long spinNanos, TimerQueue timers, Arena arena) {
         this.handle = handle;
         this.eventFd = eventFd;
         this.mode = mode;
@@ -262,7 +263,9 @@ public final class ProgressEngine {
     /** Blocking wait used by caller-driven workers: progress until done, sleeping on the fd when idle. */
     private void progressUntil(CompletableFuture<?> f, long deadlineNanos) {
         long idleSince = 0;
-        while (!f.isDone() && System.nanoTime() < deadlineNanos && !Thread.currentThread().isInterrupted()) {
+        while (!f.isDone()
+                && System.nanoTime() < deadlineNanos
+                && !Thread.currentThread().isInterrupted()) {
             if (progressOnce() > 0) {
                 idleSince = 0;
                 continue;
@@ -381,7 +384,9 @@ public final class ProgressEngine {
         } catch (ExecutionException | CompletionException e) {
             throw NativeCalls.unchecked(e.getCause());
         } catch (TimeoutException e) {
-            throw new UcxTimeoutException(what, UcxStatus.TIMED_OUT.code(),
+            throw new UcxTimeoutException(
+                    what,
+                    UcxStatus.TIMED_OUT.code(),
                     "no completion within " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

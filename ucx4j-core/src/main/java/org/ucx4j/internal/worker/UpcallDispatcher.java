@@ -51,8 +51,8 @@ final class UpcallDispatcher implements UpcallTarget {
     public void onTagRecvComplete(int opId, MemorySegment request, int status, long senderTag, long length) {
         depth++;
         try {
-            operations.complete(opId, request, status,
-                    status == UcxStatus.OK.code() ? new TagInfo(senderTag, length) : null);
+            operations.complete(
+                    opId, request, status, status == UcxStatus.OK.code() ? new TagInfo(senderTag, length) : null);
         } finally {
             depth--;
         }
@@ -89,8 +89,13 @@ final class UpcallDispatcher implements UpcallTarget {
     }
 
     @Override
-    public byte onActiveMessage(int handlerId, MemorySegment header, long headerLength, MemorySegment data,
-                                long length, MemorySegment param) {
+    public byte onActiveMessage(
+            int handlerId,
+            MemorySegment header,
+            long headerLength,
+            MemorySegment data,
+            long length,
+            MemorySegment param) {
         depth++;
         try {
             return events.onActiveMessage(handlerId, header, headerLength, data, length, param);

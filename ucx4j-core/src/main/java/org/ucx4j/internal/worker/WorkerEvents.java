@@ -18,6 +18,11 @@ public interface WorkerEvents {
      * An active message for the handler with this id; returns the {@code ucs_status_t} UCX expects
      * ({@code UCS_INPROGRESS} to keep the data).
      */
-    byte onActiveMessage(int handlerId, MemorySegment header, long headerLength, MemorySegment data, long length,
-                         MemorySegment param);
+    byte onActiveMessage(
+            int handlerId,
+            MemorySegment header,
+            long headerLength,
+            MemorySegment data,
+            long length,
+            MemorySegment param);
 }

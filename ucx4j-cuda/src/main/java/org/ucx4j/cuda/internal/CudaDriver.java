@@ -127,8 +127,8 @@ public final class CudaDriver {
                 h[1] = CudaLinker.downcall(lib, "cuDeviceGetCount", I_P);
                 h[2] = CudaLinker.downcall(lib, "cuDeviceGet", I_PI);
                 h[3] = CudaLinker.downcall(lib, "cuDeviceGetName", I_PII);
-                h[4] = CudaLinker.firstDowncall(lib, I_PI, "cuDeviceGetUuid_v2", "cuDeviceGetUuid").orElseThrow(
-                        () -> new UnsatisfiedLinkError("symbol not found: cuDeviceGetUuid"));
+                h[4] = CudaLinker.firstDowncall(lib, I_PI, "cuDeviceGetUuid_v2", "cuDeviceGetUuid")
+                        .orElseThrow(() -> new UnsatisfiedLinkError("symbol not found: cuDeviceGetUuid"));
                 h[5] = CudaLinker.downcall(lib, "cuDeviceGetPCIBusId", I_PII);
                 h[6] = CudaLinker.downcall(lib, "cuDeviceTotalMem_v2", I_PI);
                 h[7] = CudaLinker.downcall(lib, "cuDeviceGetAttribute", I_PII);
@@ -141,15 +141,17 @@ public final class CudaDriver {
                 h[14] = CudaLinker.downcall(lib, "cuDeviceCanAccessPeer", I_PII);
                 h[15] = CudaLinker.downcall(lib, "cuMemAlloc_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
                 h[16] = CudaLinker.downcall(lib, "cuMemFree_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
-                h[17] = CudaLinker.downcall(lib, "cuMemHostAlloc",
-                        FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+                h[17] = CudaLinker.downcall(
+                        lib, "cuMemHostAlloc", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
                 h[18] = CudaLinker.downcall(lib, "cuMemFreeHost", I_P);
-                h[19] = CudaLinker.downcall(lib, "cuMemcpy",
-                        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
-                h[20] = CudaLinker.downcall(lib, "cuMemcpyAsync",
+                h[19] = CudaLinker.downcall(
+                        lib, "cuMemcpy", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+                h[20] = CudaLinker.downcall(
+                        lib,
+                        "cuMemcpyAsync",
                         FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
-                h[21] = CudaLinker.downcall(lib, "cuMemsetD8_v2",
-                        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_BYTE, JAVA_LONG));
+                h[21] = CudaLinker.downcall(
+                        lib, "cuMemsetD8_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_BYTE, JAVA_LONG));
                 h[22] = CudaLinker.downcall(lib, "cuMemGetInfo_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
                 h[23] = CudaLinker.downcall(lib, "cuStreamCreate", I_PI);
                 h[24] = CudaLinker.downcall(lib, "cuStreamSynchronize", I_P);
@@ -158,11 +160,11 @@ public final class CudaDriver {
                 h[27] = CudaLinker.downcall(lib, "cuEventRecord", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
                 h[28] = CudaLinker.downcall(lib, "cuEventSynchronize", I_P);
                 h[29] = CudaLinker.downcall(lib, "cuEventQuery", I_P);
-                h[30] = CudaLinker.downcall(lib, "cuEventElapsedTime",
-                        FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+                h[30] = CudaLinker.downcall(
+                        lib, "cuEventElapsedTime", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
                 h[31] = CudaLinker.downcall(lib, "cuEventDestroy_v2", I_P);
-                h[32] = CudaLinker.downcall(lib, "cuPointerGetAttribute",
-                        FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG));
+                h[32] = CudaLinker.downcall(
+                        lib, "cuPointerGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG));
                 h[33] = CudaLinker.downcall(lib, "cuGetErrorName", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
                 int rc = (int) init.invokeExact(0);
                 if (rc == ERROR_NO_DEVICE) {

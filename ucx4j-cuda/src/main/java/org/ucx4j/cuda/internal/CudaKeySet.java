@@ -2,8 +2,8 @@ package org.ucx4j.cuda.internal;
 
 import java.util.List;
 import org.ucx4j.ConfigKey;
-import org.ucx4j.spi.ConfigKeySet;
 import org.ucx4j.cuda.CudaKeys;
+import org.ucx4j.spi.ConfigKeySet;
 
 /**
  * Registers {@link CudaKeys} with the configuration, as a {@link java.util.ServiceLoader} provider
@@ -13,8 +13,7 @@ import org.ucx4j.cuda.CudaKeys;
  */
 public final class CudaKeySet implements ConfigKeySet {
     /** For {@link java.util.ServiceLoader}. */
-    public CudaKeySet() {
-    }
+    public CudaKeySet() {}
 
     @Override
     public String module() {

@@ -42,10 +42,10 @@ public final class CudaLinker {
      * @return the handle
      * @throws UnsatisfiedLinkError naming the symbol when it is missing
      */
-    public static MethodHandle downcall(SymbolLookup lookup, String name, FunctionDescriptor fd,
-                                        Linker.Option... options) {
-        MemorySegment symbol = lookup.find(name)
-                .orElseThrow(() -> new UnsatisfiedLinkError("symbol not found: " + name));
+    public static MethodHandle downcall(
+            SymbolLookup lookup, String name, FunctionDescriptor fd, Linker.Option... options) {
+        MemorySegment symbol =
+                lookup.find(name).orElseThrow(() -> new UnsatisfiedLinkError("symbol not found: " + name));
         return LINKER.downcallHandle(symbol, fd, options);
     }
 

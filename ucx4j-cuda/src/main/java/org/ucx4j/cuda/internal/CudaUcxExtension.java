@@ -65,8 +65,10 @@ public final class CudaUcxExtension implements UcxExtension {
      */
     public static void contextCreated(CudaDevice device) {
         if (ucxWithoutContext) {
-            LOG.warn("the CUDA context of {} was created after UCX initialised without one (create-cuda-context "
-                    + "is false); create it first (CudaDevice.makeCurrent() before the first UcxContext)", device);
+            LOG.warn(
+                    "the CUDA context of {} was created after UCX initialised without one (create-cuda-context "
+                            + "is false); create it first (CudaDevice.makeCurrent() before the first UcxContext)",
+                    device);
         }
     }
 
@@ -91,9 +93,12 @@ public final class CudaUcxExtension implements UcxExtension {
                 CudaDriver.check((int) CudaDriver.cuCtxGetDevice.invokeExact(dev), "cuCtxGetDevice");
                 int current = dev.get(JAVA_INT, 0);
                 if (current != 0) {
-                    LOG.warn("a CUDA context of {} is already current while UCX initialises; this process's GPU "
-                            + "is {} (CUDA_VISIBLE_DEVICES={}): UCX will use the current one", Cuda.device(current),
-                            gpu, System.getenv("CUDA_VISIBLE_DEVICES"));
+                    LOG.warn(
+                            "a CUDA context of {} is already current while UCX initialises; this process's GPU "
+                                    + "is {} (CUDA_VISIBLE_DEVICES={}): UCX will use the current one",
+                            Cuda.device(current),
+                            gpu,
+                            System.getenv("CUDA_VISIBLE_DEVICES"));
                     return;
                 }
             }

@@ -27,6 +27,7 @@ import java.util.List;
 public final class Nvml {
     /** {@code NVML_NVLINK_MAX_LINKS} (nvml.h, driver 580). */
     public static final int MAX_LINKS = 18;
+
     private static final int SUCCESS = 0;
 
     private static final MethodHandle byPciBusId;
@@ -43,14 +44,17 @@ public final class Nvml {
         try {
             SymbolLookup lib = CudaLinker.open("libnvidia-ml.so.1");
             MethodHandle init = CudaLinker.downcall(lib, "nvmlInit_v2", FunctionDescriptor.of(JAVA_INT));
-            h[0] = CudaLinker.downcall(lib, "nvmlDeviceGetHandleByPciBusId_v2",
-                    FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-            h[1] = CudaLinker.downcall(lib, "nvmlDeviceGetCpuAffinity",
-                    FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
-            h[2] = CudaLinker.downcall(lib, "nvmlDeviceGetMemoryInfo", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-            h[3] = CudaLinker.downcall(lib, "nvmlDeviceGetNvLinkState",
-                    FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
-            h[4] = CudaLinker.downcall(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2",
+            h[0] = CudaLinker.downcall(
+                    lib, "nvmlDeviceGetHandleByPciBusId_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+            h[1] = CudaLinker.downcall(
+                    lib, "nvmlDeviceGetCpuAffinity", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
+            h[2] = CudaLinker.downcall(
+                    lib, "nvmlDeviceGetMemoryInfo", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+            h[3] = CudaLinker.downcall(
+                    lib, "nvmlDeviceGetNvLinkState", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
+            h[4] = CudaLinker.downcall(
+                    lib,
+                    "nvmlDeviceGetNvLinkRemotePciInfo_v2",
                     FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
             h[5] = CudaLinker.downcall(lib, "nvmlErrorString", FunctionDescriptor.of(ADDRESS, JAVA_INT));
             int rc = (int) init.invokeExact();
@@ -84,8 +88,13 @@ public final class Nvml {
     }
 
     /** What NVML says of one GPU; empty fields where NVML could not say. */
-    public record GpuFacts(BitSet cpuAffinity, long memoryUsed, long memoryTotal, int activeNvLinks,
-                           List<String> nvLinkRemoteBusIds, String problem) {}
+    public record GpuFacts(
+            BitSet cpuAffinity,
+            long memoryUsed,
+            long memoryTotal,
+            int activeNvLinks,
+            List<String> nvLinkRemoteBusIds,
+            String problem) {}
 
     /**
      * Queries one GPU by PCI bus id.
@@ -101,7 +110,12 @@ public final class Nvml {
             MemorySegment dev = a.allocate(ADDRESS);
             int rc = (int) byPciBusId.invokeExact(a.allocateFrom(pciBusId), dev);
             if (rc != SUCCESS) {
-                return new GpuFacts(new BitSet(), -1, -1, 0, List.of(),
+                return new GpuFacts(
+                        new BitSet(),
+                        -1,
+                        -1,
+                        0,
+                        List.of(),
                         "nvmlDeviceGetHandleByPciBusId_v2(" + pciBusId + "): " + error(rc));
             }
             MemorySegment handle = dev.get(ADDRESS, 0);
