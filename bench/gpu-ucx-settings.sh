@@ -7,6 +7,7 @@
 # Bandwidth in MB/s, MB = 2^20 bytes.
 #
 #   bench/gpu-ucx-settings.sh            # on a GPU machine (bin/gpu-run shell bench/gpu-ucx-settings.sh)
+#   SETS_TO_RUN="none ucxx_all" bench/gpu-ucx-settings.sh   # some of the settings
 set -euo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 # shellcheck source=bench/lib.sh
@@ -22,7 +23,7 @@ declare -A SETS=(
 )
 echo "| settings | size | ucx_perftest tag_bw, MB/s | ucx4j tag bandwidth, MB/s | ratio |"
 echo "|---|---|---|---|---|"
-for name in none rndv_thresh_8192 memtype_cache_n frag_mem_cuda ucxx_all; do
+for name in ${SETS_TO_RUN:-none rndv_thresh_8192 memtype_cache_n frag_mem_cuda ucxx_all}; do
     envs=${SETS[$name]}
     for size in 1048576 67108864; do
         iters=$((size > 1048576 ? 300 : 3000))
