@@ -18,7 +18,7 @@
 # ucx_perftest gets -m MEMORY on both sides; ucx4j gets --memory MEMORY --gpu CLIENT_GPU --peer-gpu
 # SERVER_GPU (nothing with MEMORY=host, so the script runs on a ucx4j without GPU options too). The
 # perftest server runs with CUDA_VISIBLE_DEVICES=SERVER_GPU, its client with CLIENT_GPU. Both tools get
-# the same UCX_* environment: with GPU memory, UCXX's defaults (CUDA_UCX_ENV, below) unless set.
+# the same UCX_* environment: with GPU memory, ucx4j's CUDA defaults (CUDA_UCX_ENV, below) unless set.
 #
 # Each cell is the median of ROUNDS runs. Prints a Markdown table with the ratios ucx4j / ucx_perftest
 # (and comm / core tag, the median of the per-round ratios); writes every raw figure as JSON to
@@ -57,8 +57,8 @@ if [ "$MEMORY" = host ]; then
 else
     BW_ITERS=${BW_ITERS:-1000} MID_ITERS=${MID_ITERS:-10000} LAT_ITERS=${LAT_ITERS:-1000}
     COMM_ITERS=${COMM_ITERS:-1000} COMM_TCP_ITERS=${COMM_TCP_ITERS:-50} WARMUP_TIME=${WARMUP_TIME:-1}
-    # UCXX's defaults for GPU memory, which ucx4j also applies where unset: here for both tools.
-    CUDA_UCX_ENV=${CUDA_UCX_ENV-UCX_RNDV_THRESH=8192 UCX_MEMTYPE_CACHE=n UCX_RNDV_FRAG_MEM_TYPE=cuda}
+    # ucx4j's CUDA defaults (two of UCXX's three: not MEMTYPE_CACHE=n, docs/GPU.md): here for both tools.
+    CUDA_UCX_ENV=${CUDA_UCX_ENV-UCX_RNDV_THRESH=8192 UCX_RNDV_FRAG_MEM_TYPE=cuda}
 fi
 export BENCH_RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-90}
 UCX_ENV_USED=""   # what both tools ran with: CUDA_UCX_ENV where the user had not set the variable

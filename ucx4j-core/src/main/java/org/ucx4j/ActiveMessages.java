@@ -151,10 +151,15 @@ final class ActiveMessages {
             fetch(data, dst, length, sender, body);
             status = (byte) UcxStatus.INPROGRESS.code();
         } else {
-            if (length > 0) {
-                chosen.copyEager(dst.asSlice(0, length), NativeLinker.view(data, length));
+            try {
+                if (length > 0) {
+                    chosen.copyEager(dst.asSlice(0, length), NativeLinker.view(data, length));
+                }
+                body.complete(dst.asSlice(0, length));
+            } catch (RuntimeException e) {
+                // The receiver learns of it through the body's future (a device copy can fail).
+                body.completeExceptionally(e);
             }
-            body.complete(dst.asSlice(0, length));
             status = (byte) UcxStatus.OK.code();
         }
         AmMessage message = new AmMessage(id, hdr, length, rendezvous, sender, body);

@@ -6,7 +6,7 @@ import java.lang.foreign.MemorySegment;
 /**
  * Provides the memory an incoming active message's body is received into. The receiver needs no size
  * or type in advance: UCX tells the size, the allocator provides the memory (host memory by default;
- * ucx4j-cuda's {@code GpuMemoryPool.amAllocator()} provides device memory). A worker has one allocator
+ * {@code AmAllocator.of(pool)} with ucx4j-cuda's {@code GpuMemoryPool} provides device memory). A worker has one allocator
  * per {@link MemoryKind} ({@link UcxWorker#setAmAllocator(MemoryKind, AmAllocator)}): a message sent on
  * the simple channel with {@link UcxEndpoint#amSendAsync(MemorySegment, MemoryKind)} lands in memory
  * of that kind, as UCX-Py's {@code register_am_allocator(fn, "cuda")}.

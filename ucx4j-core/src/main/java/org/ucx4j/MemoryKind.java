@@ -1,9 +1,10 @@
 package org.ucx4j;
 
 /**
- * Where a buffer's bytes live. UCX is told the kind of every buffer it is given (its
- * {@code ucs_memory_type_t}), and ucx4j-comm's wire format carries it as one byte (docs/WIRE.md) so
- * that the receiver allocates each frame in the same kind of memory.
+ * Where a buffer's bytes live. UCX finds the kind of each buffer it is given by itself (its memory-type
+ * cache, or the driver); ucx4j uses the kind to choose allocators (active messages, comm frames) and
+ * copies, and ucx4j-comm's wire format carries it as one byte (docs/WIRE.md) so that the receiver
+ * allocates each frame in the same kind of memory.
  *
  * <p>A {@link java.lang.foreign.MemorySegment} of kind {@link #CUDA} is a device address: Java code
  * must never read or write it (that would fault or read garbage); only UCX and the CUDA driver touch

@@ -15,7 +15,8 @@ import org.ucx4j.MemoryProvider;
  *
  * <p>GPU frames: {@code FrameAllocator.host().with(pool)} (a ucx4j-cuda {@code GpuMemoryPool}) receives
  * CUDA frames into the pool. {@code ucx://} moves them GPU to GPU ({@code cuda_ipc}/{@code cuda_copy});
- * {@code tcp://} and {@code inproc://} stage them through host memory with {@link #copy}, correct if slower.
+ * {@code tcp://} stages them through host memory with {@link #copy}, correct if slower; {@code inproc://}
+ * copies them device to device with {@link #copy}.
  * The writing side needs such an allocator too on those transports (to copy its device frames out).
  *
  * <p>Threading: called from transport threads, possibly the UCX progress thread; it must be

@@ -198,9 +198,7 @@ public final class Cuda {
         }
         ensureSomeContext(dst, src);
         try {
-            CudaDriver.check(
-                    (int) CudaDriver.cuMemcpy.invokeExact(dst.address(), src.address(), n),
-                    "cuMemcpy(" + n + " bytes)");
+            CudaDriver.check((int) CudaDriver.cuMemcpy.invokeExact(dst, src, n), "cuMemcpy(" + n + " bytes)");
         } catch (Throwable t) {
             throw CudaDriver.rethrow(t);
         }
@@ -226,8 +224,7 @@ public final class Cuda {
                         new IllegalArgumentException("Cuda.fill needs device memory; " + dst + " is host memory"));
         device.makeCurrent();
         try {
-            CudaDriver.check(
-                    (int) CudaDriver.cuMemsetD8.invokeExact(dst.address(), value, dst.byteSize()), "cuMemsetD8");
+            CudaDriver.check((int) CudaDriver.cuMemsetD8.invokeExact(dst, value, dst.byteSize()), "cuMemsetD8");
         } catch (Throwable t) {
             throw CudaDriver.rethrow(t);
         }

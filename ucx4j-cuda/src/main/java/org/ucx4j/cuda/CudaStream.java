@@ -68,7 +68,7 @@ public final class CudaStream implements AutoCloseable {
         device.makeCurrent();
         try {
             CudaDriver.check(
-                    (int) CudaDriver.cuMemcpyAsync.invokeExact(dst.address(), src.address(), src.byteSize(), handle),
+                    (int) CudaDriver.cuMemcpyAsync.invokeExact(dst, src, src.byteSize(), handle),
                     "cuMemcpyAsync(" + src.byteSize() + " bytes)");
         } catch (Throwable t) {
             throw CudaDriver.rethrow(t);

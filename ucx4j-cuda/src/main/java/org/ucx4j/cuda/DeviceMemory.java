@@ -2,7 +2,6 @@ package org.ucx4j.cuda;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import org.ucx4j.MemoryKind;
 import org.ucx4j.cuda.internal.CudaDriver;
@@ -31,7 +30,7 @@ public final class DeviceMemory implements AutoCloseable {
     private final Arena arena;
     private final MemorySegment segment;
     private final Consumer<DeviceMemory> release;
-    private final AtomicBoolean closed = new AtomicBoolean();
+    private volatile boolean closed;
 
     DeviceMemory(CudaDevice device, long address, long size, Consumer<DeviceMemory> release) {
         this.device = device;
@@ -93,7 +92,7 @@ public final class DeviceMemory implements AutoCloseable {
      * @return false once closed
      */
     public boolean isOpen() {
-        return !closed.get();
+        return !closed;
     }
 
     long address() {
@@ -134,32 +133,26 @@ public final class DeviceMemory implements AutoCloseable {
      * @throws IllegalStateException when this memory is closed
      */
     public void fill(byte value) {
-        if (!isOpen()) {
-            throw new IllegalStateException("device memory already closed (freed): " + this);
-        }
-        if (size == 0) {
-            return;
-        }
-        device.makeCurrent();
-        try {
-            CudaDriver.check((int) CudaDriver.cuMemsetD8.invokeExact(address, value, size), "cuMemsetD8");
-        } catch (Throwable t) {
-            throw CudaDriver.rethrow(t);
-        }
+        Cuda.fill(segment, value);
     }
 
     /**
      * Frees the memory, or returns it to its pool. Idempotent.
      *
-     * @throws IllegalStateException when another thread is reading the segment from Java right now
+     * @throws IllegalStateException when another thread uses the segment right now (a copy in the driver,
+     *     a Java access): the memory then stays allocated and open
      */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
-            arena.close();
-            if (release != null) {
-                release.accept(this);
+        synchronized (this) {
+            if (closed) {
+                return;
             }
+            arena.close(); // throws while a call holds the segment: nothing is freed then
+            closed = true;
+        }
+        if (release != null) {
+            release.accept(this);
         }
     }
 

@@ -32,14 +32,17 @@ import org.ucx4j.cuda.internal.CudaLinker;
  * {@code memory-pool.size}); when it is full the pool grows by slabs of the same size (or the size of the
  * request, if larger) up to {@code maximumSize} ({@code memory-pool.maximum-size}; default: the whole
  * device). Past that, {@link #allocate(long)} fails with a {@link CudaException} saying how much the pool
- * holds, uses and may hold; it never crashes nor waits. Allocations are aligned to 256 bytes. Slabs
+ * holds, uses and may hold; it never crashes. A new slab's {@code cuMemAlloc} runs under the pool's lock. Allocations are aligned to 256 bytes. Slabs
  * stay reserved until {@link #releaseUnused()} or {@link #close()}.
  *
  * <p>Ownership: the pool owns its slabs; each {@link DeviceMemory} it hands out is owned by the caller
  * and returns to the pool when closed; memory from {@link #allocate(long, Arena)} returns when its arena
  * closes (the pool is also a {@link MemoryProvider}: {@code AmAllocator.of(pool)} receives active messages
- * into it, ucx4j-comm's {@code FrameAllocator.host().with(pool)} receives CUDA frames into it). Closing the pool closes every allocation still out (their
- * segments then fail with "already closed") and frees the slabs.
+ * into it, ucx4j-comm's {@code FrameAllocator.host().with(pool)} receives CUDA frames into it). Closing the pool closes every {@code DeviceMemory} still out (their
+ * segments then fail with "already closed") and frees the slabs; a slab that still holds arena-scoped
+ * memory is freed when that memory comes back. Memory received through {@code AmAllocator.of(pool)}
+ * lives in automatic arenas: it returns to the pool only when the garbage collector finds its segment
+ * unreachable, which a busy receiver may outpace (the pool then reports itself exhausted).
  *
  * <p>Threading: safe from any thread (one lock; allocation is a best-fit search over the free ranges).
  */
@@ -262,9 +265,6 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
         if (m != null && !outstanding.remove(m)) {
             return;
         }
-        if (closed && slabs.isEmpty()) {
-            return; // the pool is gone, and its slabs with it
-        }
         Slab slab = r.slab;
         used -= r.size;
         slab.allocations--;
@@ -282,6 +282,11 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
             length += afterLength;
         }
         slab.free.put(start, length);
+        if (closed && slab.allocations == 0) {
+            freeSlab(slab); // the pool closed while this piece was out: its slab goes with it
+            reserved -= slab.size;
+            slabs.remove(slab);
+        }
     }
 
     /**
@@ -349,7 +354,13 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
     }
 
     /**
-     * Closes every allocation still out, then frees the slabs. Idempotent.
+     * Closes every {@link DeviceMemory} still out, then frees the slabs that hold nothing. A slab that
+     * still holds memory from {@link #allocate(long, Arena)} (a comm message or an active-message body not
+     * yet released) is freed when its last piece comes back, so no segment ever points at freed memory.
+     * Idempotent.
+     *
+     * @throws IllegalStateException when a {@link DeviceMemory} is in use by another thread right now (it
+     *     stays allocated, and its slab with it, until it is closed)
      */
     @Override
     public void close() {
@@ -361,15 +372,30 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
             closed = true;
             open = new ArrayList<>(outstanding);
         }
+        IllegalStateException failure = null;
         for (DeviceMemory m : open) {
-            m.close(); // returns it to a closed pool: release() only updates the books
+            try {
+                m.close();
+            } catch (IllegalStateException e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
         }
         synchronized (this) {
-            for (Slab s : slabs) {
-                freeSlab(s);
+            for (var it = slabs.iterator(); it.hasNext(); ) {
+                Slab s = it.next();
+                if (s.allocations == 0) {
+                    freeSlab(s);
+                    reserved -= s.size;
+                    it.remove();
+                }
             }
-            slabs.clear();
-            reserved = 0;
+        }
+        if (failure != null) {
+            throw failure;
         }
     }
 

@@ -2,7 +2,6 @@ package org.ucx4j.cuda;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.ucx4j.MemoryKind;
 import org.ucx4j.cuda.internal.CudaDriver;
 
@@ -20,7 +19,7 @@ public final class PinnedMemory implements AutoCloseable {
     private final CudaDevice device;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment segment;
-    private final AtomicBoolean closed = new AtomicBoolean();
+    private boolean closed;
 
     PinnedMemory(CudaDevice device, long address, long size) {
         this.device = device;
@@ -56,12 +55,20 @@ public final class PinnedMemory implements AutoCloseable {
 
     /**
      * Frees the memory. Idempotent.
+     *
+     * @throws IllegalStateException when another thread uses the segment right now: it then stays allocated
      */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            arena.close(); // throws while a call holds the segment: nothing is freed then
+            closed = true;
+        }
+        {
             long address = segment.address();
-            arena.close();
             device.makeCurrent();
             try {
                 CudaDriver.check(

@@ -209,22 +209,30 @@ final class TcpComm extends AbstractComm {
         List<ByteBuffer> buffers = new ArrayList<>(frames.size() + 1);
         buffers.add(head);
         Arena staging = null;
-        for (int i = 0; i < frames.size(); i++) {
-            Frame f = frames.get(i);
-            MemorySegment s = f.segment();
-            if (f.kind() != MemoryKind.HOST) {
-                // Device frames go out through warm host memory, returned to the pool once the send is done.
-                if (staging == null) {
-                    staging = Arena.ofShared();
+        try {
+            for (int i = 0; i < frames.size(); i++) {
+                Frame f = frames.get(i);
+                MemorySegment s = f.segment();
+                if (f.kind() != MemoryKind.HOST) {
+                    // Device frames go out through warm host memory, returned to the pool once the send is done.
+                    if (staging == null) {
+                        staging = Arena.ofShared();
+                    }
+                    MemorySegment host = HostBufferPool.shared().allocate(f.size(), staging);
+                    options.allocator().copy(f.kind(), host, s);
+                    s = host;
                 }
-                MemorySegment host = HostBufferPool.shared().allocate(f.size(), staging);
-                options.allocator().copy(f.kind(), host, s);
-                s = host;
+                long slice = s.isNative() ? NATIVE_SLICE : HEAP_SLICE;
+                for (long off = 0; off < s.byteSize(); off += slice) {
+                    buffers.add(
+                            s.asSlice(off, Math.min(slice, s.byteSize() - off)).asByteBuffer());
+                }
             }
-            long slice = s.isNative() ? NATIVE_SLICE : HEAP_SLICE;
-            for (long off = 0; off < s.byteSize(); off += slice) {
-                buffers.add(s.asSlice(off, Math.min(slice, s.byteSize() - off)).asByteBuffer());
+        } catch (RuntimeException e) {
+            if (staging != null) {
+                staging.close(); // a frame that could not be copied out: give the staged buffers back
             }
+            throw e;
         }
         if (staging == null) {
             return enqueue(buffers.toArray(ByteBuffer[]::new), callerWaits);

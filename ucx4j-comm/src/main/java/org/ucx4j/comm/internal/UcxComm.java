@@ -308,7 +308,12 @@ final class UcxComm extends AbstractComm {
         long expected = 0;
         try {
             long at = inlineAt;
+            boolean multi = (h.flags() & WireFormat.FLAG_MULTI_BUFFER) != 0;
             for (int i = 0; i < h.frameCount(); i++) {
+                if (multi && t.kinds()[i] != MemoryKind.HOST) {
+                    // One scatter-gather receive wants one memory type; our writers never mix them there.
+                    throw new CommProtocolException("multi-buffer frame " + i + " is " + t.kinds()[i] + " memory");
+                }
                 MemorySegment seg = options.allocator().allocate(t.kinds()[i], t.sizes()[i], scope);
                 if (seg.byteSize() != t.sizes()[i]) {
                     throw new CommException(

@@ -15,7 +15,10 @@ import org.ucx4j.cuda.CudaException;
 /**
  * The CUDA driver API ({@code libcuda.so.1}, installed with the NVIDIA driver), bound once. Signatures
  * are those of {@code cuda.h} (CUDA 12/13): {@code CUresult} and {@code CUdevice} are {@code int},
- * {@code CUdeviceptr} is a 64-bit integer, contexts, streams and events are pointers. The {@code _v2}
+ * {@code CUdeviceptr} is a 64-bit integer, contexts, streams and events are pointers. The copies and the
+ * memset take their {@code CUdeviceptr}s as {@code ADDRESS}: callers pass the segments themselves, so the
+ * segments' arenas stay open for the length of the call (another thread's close then fails instead of
+ * freeing the memory under the driver). The {@code _v2}
  * names are the ones {@code cuda.h} maps the plain names to since CUDA 3.2/4.0, and every driver since
  * keeps exporting them.
  *
@@ -145,13 +148,11 @@ public final class CudaDriver {
                         lib, "cuMemHostAlloc", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
                 h[18] = CudaLinker.downcall(lib, "cuMemFreeHost", I_P);
                 h[19] = CudaLinker.downcall(
-                        lib, "cuMemcpy", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+                        lib, "cuMemcpy", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG));
                 h[20] = CudaLinker.downcall(
-                        lib,
-                        "cuMemcpyAsync",
-                        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
+                        lib, "cuMemcpyAsync", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
                 h[21] = CudaLinker.downcall(
-                        lib, "cuMemsetD8_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_BYTE, JAVA_LONG));
+                        lib, "cuMemsetD8_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_LONG));
                 h[22] = CudaLinker.downcall(lib, "cuMemGetInfo_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
                 h[23] = CudaLinker.downcall(lib, "cuStreamCreate", I_PI);
                 h[24] = CudaLinker.downcall(lib, "cuStreamSynchronize", I_P);

@@ -20,18 +20,24 @@ import org.ucx4j.spi.UcxExtension;
  * available it applies {@code create-cuda-context} — the process's GPU (CUDA ordinal 0: the first of
  * {@code CUDA_VISIBLE_DEVICES}, which ucx4j's launcher rotates so that each worker's own GPU comes
  * first) gets its primary context made current before UCX initialises, and on every progress thread —
- * and it adds UCXX's CUDA defaults ({@code RNDV_THRESH=8192}, {@code MEMTYPE_CACHE=n},
- * {@code RNDV_FRAG_MEM_TYPE=cuda}) where the user has not set them. A context already current on
- * another GPU is kept, with a warning naming both. Where CUDA is not available it does nothing.
+ * and it adds two of UCXX's three CUDA defaults ({@code RNDV_THRESH=8192},
+ * {@code RNDV_FRAG_MEM_TYPE=cuda}) where the user has not set them. A context already current on another
+ * GPU is kept, with a warning naming both. Where CUDA is not available it does nothing.
  *
- * <p>Threading: stateless; safe from any thread.
+ * <p>Why not UCXX's third, {@code MEMTYPE_CACHE=n}: measured on an H100 (docs/BENCHMARKS.md), it makes
+ * UCX ask the driver about every buffer of every operation, host buffers included: cuda_ipc 2.3x slower
+ * at 64 MiB and 4.8x at 1 MiB for ucx_perftest as for ucx4j, and ucx4j's host tag latency 1.5x slower on
+ * a GPU machine. UCX's cache sees the {@code cuMemAlloc} of ucx4j's pool and devices; users of allocators
+ * it does not intercept (stream-ordered {@code cudaMallocAsync}) set {@code UCX_MEMTYPE_CACHE=n} (docs/GPU.md).
+ *
+ * <p>Threading: safe from any thread; its one flag (whether UCX started without a GPU context) is volatile.
  */
 public final class CudaUcxExtension implements UcxExtension {
     private static final Logger LOG = LoggerFactory.getLogger(CudaUcxExtension.class);
     private static volatile boolean ucxWithoutContext;
 
-    /** UCXX's defaults for GPU memory (ucxx/_lib/libucxx.pyx), UCX option names without {@code UCX_}. */
-    public static final Map<String, String> UCXX_CUDA_DEFAULTS = defaults();
+    /** The UCX defaults for GPU memory ucx4j applies where unset, UCX option names without {@code UCX_}. */
+    public static final Map<String, String> CUDA_DEFAULTS = defaults();
 
     /** Public for {@link java.util.ServiceLoader}. */
     public CudaUcxExtension() {}
@@ -39,7 +45,6 @@ public final class CudaUcxExtension implements UcxExtension {
     private static Map<String, String> defaults() {
         Map<String, String> m = new LinkedHashMap<>();
         m.put("RNDV_THRESH", "8192");
-        m.put("MEMTYPE_CACHE", "n");
         m.put("RNDV_FRAG_MEM_TYPE", "cuda");
         return java.util.Collections.unmodifiableMap(m);
     }
@@ -49,12 +54,16 @@ public final class CudaUcxExtension implements UcxExtension {
         if (!Cuda.isAvailable()) {
             return Map.of();
         }
-        if (config.find(UcxKeys.CREATE_CUDA_CONTEXT).orElse(true)) {
-            makeProcessGpuCurrent();
-        } else if (!Cuda.device(0).hasContext()) {
-            ucxWithoutContext = true;
+        try {
+            if (config.find(UcxKeys.CREATE_CUDA_CONTEXT).orElse(true)) {
+                makeProcessGpuCurrent();
+            } else if (!Cuda.device(0).hasContext()) {
+                ucxWithoutContext = true;
+            }
+        } catch (RuntimeException e) {
+            LOG.warn("cannot make the GPU's CUDA context current before UCX initialises", e);
         }
-        return UCXX_CUDA_DEFAULTS;
+        return CUDA_DEFAULTS;
     }
 
     /**
