@@ -1,6 +1,5 @@
 package org.ucx4j.cuda;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.function.Consumer;
 import org.ucx4j.MemoryKind;
@@ -27,17 +26,15 @@ public final class DeviceMemory implements AutoCloseable {
     private final CudaDevice device;
     private final long address;
     private final long size;
-    private final Arena arena;
+    private final Lifetime lifetime = new Lifetime();
     private final MemorySegment segment;
     private final Consumer<DeviceMemory> release;
-    private volatile boolean closed;
 
     DeviceMemory(CudaDevice device, long address, long size, Consumer<DeviceMemory> release) {
         this.device = device;
         this.address = address;
         this.size = size;
-        this.arena = Arena.ofShared();
-        this.segment = size == 0 ? Cuda.view(0, 0, arena) : Cuda.view(address, size, arena);
+        this.segment = size == 0 ? Cuda.view(0, 0, lifetime.arena()) : Cuda.view(address, size, lifetime.arena());
         this.release = release;
     }
 
@@ -92,7 +89,7 @@ public final class DeviceMemory implements AutoCloseable {
      * @return false once closed
      */
     public boolean isOpen() {
-        return !closed;
+        return lifetime.isAlive();
     }
 
     long address() {
@@ -144,14 +141,7 @@ public final class DeviceMemory implements AutoCloseable {
      */
     @Override
     public void close() {
-        synchronized (this) {
-            if (closed) {
-                return;
-            }
-            arena.close(); // throws while a call holds the segment: nothing is freed then
-            closed = true;
-        }
-        if (release != null) {
+        if (lifetime.end() && release != null) {
             release.accept(this);
         }
     }

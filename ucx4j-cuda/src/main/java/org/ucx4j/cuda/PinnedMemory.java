@@ -1,6 +1,5 @@
 package org.ucx4j.cuda;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.ucx4j.MemoryKind;
 import org.ucx4j.cuda.internal.CudaDriver;
@@ -17,13 +16,12 @@ import org.ucx4j.cuda.internal.CudaDriver;
  */
 public final class PinnedMemory implements AutoCloseable {
     private final CudaDevice device;
-    private final Arena arena = Arena.ofShared();
+    private final Lifetime lifetime = new Lifetime();
     private final MemorySegment segment;
-    private boolean closed;
 
     PinnedMemory(CudaDevice device, long address, long size) {
         this.device = device;
-        this.segment = Cuda.view(address, size, arena);
+        this.segment = Cuda.view(address, size, lifetime.arena());
     }
 
     /**
@@ -60,22 +58,16 @@ public final class PinnedMemory implements AutoCloseable {
      */
     @Override
     public void close() {
-        synchronized (this) {
-            if (closed) {
-                return;
-            }
-            arena.close(); // throws while a call holds the segment: nothing is freed then
-            closed = true;
+        if (!lifetime.end()) {
+            return;
         }
-        {
-            long address = segment.address();
-            device.makeCurrent();
-            try {
-                CudaDriver.check(
-                        (int) CudaDriver.cuMemFreeHost.invokeExact(MemorySegment.ofAddress(address)), "cuMemFreeHost");
-            } catch (Throwable t) {
-                throw CudaDriver.rethrow(t);
-            }
+        device.makeCurrent();
+        try {
+            CudaDriver.check(
+                    (int) CudaDriver.cuMemFreeHost.invokeExact(MemorySegment.ofAddress(segment.address())),
+                    "cuMemFreeHost");
+        } catch (Throwable t) {
+            throw CudaDriver.rethrow(t);
         }
     }
 }
