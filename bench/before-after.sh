@@ -6,6 +6,7 @@
 # (default 3). Units: latency one-way usec (p50); bandwidth MB/s (MB = 2^20 B); rate messages/s.
 #
 #   BEFORE=/path/to/old/jars AFTER=/path/to/new/jars bench/before-after.sh
+#   ROUNDS=5 ONLY="comm_ucx_1KiB" BEFORE=... AFTER=... bench/before-after.sh     # some rows
 #   (on a GPU machine: bin/gpu-run shell env BEFORE=.gpu/baseline AFTER=.gpu/modules bench/before-after.sh)
 set -euo pipefail
 : "${BEFORE:?BEFORE=<folder of jars>}" "${AFTER:?AFTER=<folder of jars>}"
@@ -19,6 +20,14 @@ ROWS=(
     "comm_ucx_1KiB|--comm ucx --mode latency --size 1024 --iters 20000|round_trips_per_s"
     "comm_ucx_1MiB|--comm ucx --mode bandwidth --size 1048576 --iters 2000|bandwidth_mbps"
 )
+if [ -n "${ONLY:-}" ]; then   # ONLY="comm_ucx_1KiB tag_rate": just these rows
+    KEEP=()
+    for row in "${ROWS[@]}"; do
+        for id in $ONLY; do [ "${row%%|*}" = "$id" ] && KEEP+=("$row"); done
+    done
+    [ ${#KEEP[@]} -gt 0 ] || { echo "ONLY=$ONLY names no row" >&2; exit 2; }
+    ROWS=("${KEEP[@]}")
+fi
 run() { # run JARS ARGS FIELD -> the figure, or empty
     local out
     # shellcheck disable=SC2086 # ARGS is a word list
