@@ -122,7 +122,7 @@ final class ActiveMessages {
                 ? new byte[0]
                 : NativeLinker.view(header, headerLength).toArray(JAVA_BYTE);
         UcxFuture<MemorySegment> body = new UcxFuture<>();
-        MemorySegment dst;
+        MemorySegment dst = null;
         AmAllocator chosen = allocator;
         try {
             if (id == SIMPLE_ID && hdr.length == 1) {
@@ -137,17 +137,21 @@ final class ActiveMessages {
             if (!dst.isNative() || dst.byteSize() < length) {
                 throw new IllegalStateException("the allocator returned " + dst + " for " + length + " bytes");
             }
-        } catch (Throwable t) {
-            LOG.error("active message allocator failed for {} bytes (id {}); message dropped", length, id, t);
+        } catch (RuntimeException t) {
+            // The message is delivered with a failed body: its receiver learns why, nothing waits forever.
+            LOG.error("active message allocator failed for {} bytes (id {})", length, id, t);
             if (rendezvous) {
                 NativeCalls.invoke(() -> {
                     Ucp.am_data_release.invokeExact(rt.handle, data);
                 });
             }
-            return (byte) UcxStatus.OK.code();
+            body.completeExceptionally(new IllegalStateException(
+                    "no memory for an active message of " + length + " bytes (id " + id + "): " + t.getMessage(), t));
         }
         byte status;
-        if (rendezvous) {
+        if (dst == null) {
+            status = (byte) UcxStatus.OK.code();
+        } else if (rendezvous) {
             fetch(data, dst, length, sender, body);
             status = (byte) UcxStatus.INPROGRESS.code();
         } else {

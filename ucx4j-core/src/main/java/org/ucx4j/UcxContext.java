@@ -463,7 +463,7 @@ public final class UcxContext implements AutoCloseable {
             UcxLibrary.require();
             Map<String, String> effective = new LinkedHashMap<>(settings.contextOptions());
             effective.putAll(options);
-            // Defaults of extensions (ucx4j-cuda: UCXX's CUDA settings) where nobody set the option.
+            // Defaults of extensions (ucx4j-cuda's CUDA settings) where nobody set the option.
             Map<String, String> defaults = new LinkedHashMap<>();
             Extensions.beforeContextInit(config).forEach((k, v) -> {
                 if (!effective.containsKey(k) && System.getenv("UCX_" + k) == null) {

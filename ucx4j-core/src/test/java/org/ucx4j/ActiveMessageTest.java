@@ -10,7 +10,9 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -87,6 +89,58 @@ class ActiveMessageTest {
             MemorySegment late = toClient.amRecv();
             assertEquals(-1L, out.mismatch(late), "content of " + size + " bytes (late receiver)");
         }
+    }
+
+    @Test
+    void simpleChannelBodiesLandInTheAllocatorOfTheirKind() {
+        AtomicInteger allocations = new AtomicInteger();
+        List<Long> eagerCopies = new CopyOnWriteArrayList<>();
+        AmAllocator deviceStandIn = new AmAllocator() { // host memory posing as CUDA: the routing is the point
+                    @Override
+                    public MemorySegment allocate(long size) {
+                        allocations.incrementAndGet();
+                        return arena.allocate(Math.max(size, 1), 64).asSlice(0, size);
+                    }
+
+                    @Override
+                    public MemoryKind kind() {
+                        return MemoryKind.CUDA;
+                    }
+
+                    @Override
+                    public void copyEager(MemorySegment dst, MemorySegment eagerData) {
+                        eagerCopies.add(eagerData.byteSize());
+                        MemorySegment.copy(eagerData, 0, dst, 0, eagerData.byteSize());
+                    }
+                };
+        // No allocator for the kind yet: the receive fails with the reason instead of waiting forever.
+        client.await(toServer.amSendAsync(pattern(100, 3), MemoryKind.CUDA), Duration.ofSeconds(60));
+        RuntimeException e = assertThrows(
+                RuntimeException.class, () -> server.await(toClient.amRecvAsync(), Duration.ofSeconds(60)));
+        assertTrue(causes(e).contains("no active-message allocator for CUDA"), causes(e));
+        assertThrows(IllegalArgumentException.class, () -> server.setAmAllocator(MemoryKind.HOST, deviceStandIn));
+
+        server.setAmAllocator(MemoryKind.CUDA, deviceStandIn);
+        for (long size : new long[] {100, 65_536}) { // eager, then rendezvous (RNDV_THRESH=1024)
+            MemorySegment out = pattern(size, 5);
+            client.await(toServer.amSendAsync(out, MemoryKind.CUDA), Duration.ofSeconds(60));
+            MemorySegment got = server.await(toClient.amRecvAsync(), Duration.ofSeconds(60));
+            assertEquals(-1L, out.mismatch(got), "content of " + size + " bytes");
+        }
+        assertEquals(2, allocations.get());
+        assertEquals(List.of(100L), eagerCopies, "only the eager body is copied in by the allocator");
+        // Host bodies still go to the host allocator.
+        toServer.amSend(pattern(10, 6));
+        assertEquals(10, toClient.amRecv().byteSize());
+        assertEquals(2, allocations.get());
+    }
+
+    private static String causes(Throwable t) {
+        StringBuilder b = new StringBuilder();
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            b.append(c).append(" / ");
+        }
+        return b.toString();
     }
 
     @Test

@@ -6,7 +6,7 @@ import org.ucx4j.UcxConfig;
 /**
  * A hook that a module on the class or module path gives the core, found with {@link java.util.ServiceLoader}:
  * ucx4j-cuda uses it to make the process's GPU context current before UCX initialises and on every
- * progress thread, and to add UCXX's CUDA defaults. Applications do not implement it.
+ * progress thread, and to add its CUDA defaults. Applications do not implement it.
  *
  * <p>Threading: the core calls {@link #beforeContextInit} on the thread that builds a
  * {@code UcxContext}, and {@link #onProgressThreadStart} on each worker's progress thread before it
