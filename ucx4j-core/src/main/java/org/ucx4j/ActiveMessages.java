@@ -51,8 +51,9 @@ final class ActiveMessages {
     private final Map<Integer, AmHandler> handlers = new HashMap<>();
     private final Map<Long, UcxEndpoint> endpointsByHandle = new HashMap<>();
     private volatile AmAllocator allocator = AmAllocator.host();
+    /** Allocators of the simple channel's non-host kinds; host bodies use {@link #allocator}. */
     private final java.util.Map<MemoryKind, AmAllocator> kindAllocators =
-            new java.util.concurrent.ConcurrentHashMap<>(java.util.Map.of(MemoryKind.HOST, AmAllocator.host()));
+            new java.util.concurrent.ConcurrentHashMap<>();
 
     ActiveMessages(NativeWorker rt) {
         this.rt = rt;
@@ -63,7 +64,11 @@ final class ActiveMessages {
         if (a.kind() != kind) {
             throw new IllegalArgumentException("an allocator of " + a.kind() + " memory registered for " + kind);
         }
-        kindAllocators.put(kind, a);
+        if (kind == MemoryKind.HOST) {
+            allocator = a;
+        } else {
+            kindAllocators.put(kind, a);
+        }
     }
 
     void allocator(AmAllocator a) {
@@ -128,16 +133,17 @@ final class ActiveMessages {
             if (id == SIMPLE_ID && hdr.length == 1) {
                 // The simple channel's one-byte header names the body's memory kind (absent: host).
                 MemoryKind kind = MemoryKind.fromWireCode(hdr[0] & 0xff);
-                chosen = kindAllocators.get(kind);
+                chosen = kind == MemoryKind.HOST ? allocator : kindAllocators.get(kind);
                 if (chosen == null) {
                     throw new IllegalStateException("no active-message allocator for " + kind + " memory registered");
                 }
             }
-            dst = chosen.allocate(id, hdr.length == 0 ? hdr : hdr.clone(), length);
-            if (!dst.isNative() || dst.byteSize() < length) {
-                throw new IllegalStateException("the allocator returned " + dst + " for " + length + " bytes");
+            MemorySegment given = chosen.allocate(id, hdr.length == 0 ? hdr : hdr.clone(), length);
+            if (given == null || !given.isNative() || given.byteSize() < length) {
+                throw new IllegalStateException("the allocator returned " + given + " for " + length + " bytes");
             }
-        } catch (RuntimeException t) {
+            dst = given; // only memory that passed the check is ever handed to UCX
+        } catch (Throwable t) { // Errors too: the rendezvous data must be released and the receiver told
             // The message is delivered with a failed body: its receiver learns why, nothing waits forever.
             LOG.error("active message allocator failed for {} bytes (id {})", length, id, t);
             if (rendezvous) {

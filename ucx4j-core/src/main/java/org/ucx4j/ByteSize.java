@@ -30,7 +30,9 @@ import java.util.regex.Pattern;
  * <p>Threading: stateless, safe everywhere.
  */
 public final class ByteSize {
-    private static final Pattern SIZE = Pattern.compile("([+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:e[+-]?\\d+)?)([a-z]*)");
+    // Exponents of at most two digits: "1e99999999" would make BigDecimal.toBigInteger run for minutes.
+    private static final Pattern SIZE =
+            Pattern.compile("([+-]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:e[+-]?\\d{1,2})?)([a-z]*)");
     private static final long KIB = 1L << 10;
     private static final Map<String, Long> UNITS = Map.ofEntries(
             Map.entry("", 1L), Map.entry("b", 1L),

@@ -133,7 +133,9 @@ public final class UcxWorker implements AutoCloseable {
      * ({@link UcxEndpoint#amSendAsync(MemorySegment, MemoryKind)}): with a device allocator, a body sent
      * from GPU memory lands in GPU memory on this side, without a host bounce when UCX sends it by
      * rendezvous (bodies below UCX's rendezvous threshold arrive in host memory and are copied in by
-     * {@link AmAllocator#copyEager}). Host bodies use {@link AmAllocator#host()} unless replaced here.
+     * {@link AmAllocator#copyEager}). {@link MemoryKind#HOST} sets the same allocator as
+     * {@link #setAmAllocator(AmAllocator)}, which host bodies of the simple channel and messages of every
+     * handler id use.
      *
      * @param kind the memory kind the sender names
      * @param allocator an allocator whose {@link AmAllocator#kind()} is {@code kind}, called on the progress thread

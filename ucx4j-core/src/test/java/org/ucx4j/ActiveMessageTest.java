@@ -135,6 +135,22 @@ class ActiveMessageTest {
         assertEquals(2, allocations.get());
     }
 
+    @Test
+    void anAllocatorReturningUnusableMemoryFailsTheMessageNotTheProcess() {
+        AmAllocator heap = size -> MemorySegment.ofArray(new byte[8]); // on the heap, and too small
+        server.setAmAllocator(MemoryKind.HOST, heap);
+        for (long size : new long[] {100, 65_536}) { // eager, then rendezvous (RNDV_THRESH=1024)
+            toServer.amSend(pattern(size, 7));
+            RuntimeException e = assertThrows(
+                    RuntimeException.class, () -> server.await(toClient.amRecvAsync(), Duration.ofSeconds(60)));
+            assertTrue(causes(e).contains("the allocator returned"), causes(e));
+        }
+        server.setAmAllocator(MemoryKind.HOST, AmAllocator.host());
+        MemorySegment out = pattern(65_536, 8);
+        toServer.amSend(out);
+        assertEquals(-1L, out.mismatch(toClient.amRecv()), "the channel still works");
+    }
+
     private static String causes(Throwable t) {
         StringBuilder b = new StringBuilder();
         for (Throwable c = t; c != null; c = c.getCause()) {

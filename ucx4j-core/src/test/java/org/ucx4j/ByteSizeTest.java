@@ -26,6 +26,8 @@ class ByteSizeTest {
                 "1kB|1000",
                 "1k|1000",
                 "1e9|1000000000",
+                "1e99|-1",
+                "1e99999999|-1", // refused at once (an exponent of more than two digits is no size)
                 "0|0",
                 "1.0001 kB|1000",
                 "64GiB|68719476736",

@@ -25,6 +25,11 @@ record HostPort(String host, int port) {
         String host = text.substring(0, colon);
         if (host.startsWith("[") && host.endsWith("]")) {
             host = host.substring(1, host.length() - 1);
+        } else if (host.indexOf(':') >= 0) {
+            // fe80::1:13337 is ambiguous: which colon ends the address?
+            throw new CommandLine.TypeConversionException(
+                    "'" + text + "' is not HOST:PORT: write an IPv6 address in brackets, [" + host + "]:"
+                            + text.substring(colon + 1));
         }
         String portText = text.substring(colon + 1);
         int port;

@@ -62,6 +62,7 @@ class CommBenchUnitsTest {
         assertEquals(new HostPort("::1", 13337), HostPort.parse("[::1]:13337"));
         assertEquals(new HostPort("host1", 1), HostPort.parse("host1:1"));
         assertEquals("[::1]:13337", HostPort.parse("[::1]:13337").toString());
+        refused("write an IPv6 address in brackets, [fe80::1]:13337", "bench", "--connect", "fe80::1:13337");
     }
 
     @Test

@@ -33,7 +33,7 @@ public final class Extensions {
         for (UcxExtension e : ALL) {
             try {
                 e.beforeContextInit(config).forEach(defaults::putIfAbsent);
-            } catch (RuntimeException ex) {
+            } catch (Throwable ex) { // an extension must never stop a context from being built
                 LOG.warn(
                         "ucx4j extension {} failed before UCX initialised",
                         e.getClass().getName(),
@@ -48,7 +48,7 @@ public final class Extensions {
         for (UcxExtension e : ALL) {
             try {
                 e.onProgressThreadStart();
-            } catch (RuntimeException ex) {
+            } catch (Throwable ex) { // nor a progress thread from running
                 LOG.warn(
                         "ucx4j extension {} failed on a progress thread",
                         e.getClass().getName(),

@@ -60,7 +60,8 @@ public final class ProgressEngine {
 
     private volatile boolean armed;
     private volatile boolean running = true;
-    private Thread thread;
+    // Written once by start(), before any other thread can reach this engine; volatile for those that do.
+    private volatile Thread thread;
 
     ProgressEngine(
             MemorySegment handle, int eventFd, ProgressMode mode, long spinNanos, TimerQueue timers, Arena arena) {
