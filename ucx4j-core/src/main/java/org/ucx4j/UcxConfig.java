@@ -379,7 +379,7 @@ public final class UcxConfig {
             String path = ConfigSchema.normalize(key);
             ConfigSchema schema = ConfigRegistry.discovered().schema();
             if (schema.classify(path, false) instanceof ConfigSchema.Unknown) {
-                throw ConfigErrors.unknownKey(path, value, ConfigOrigin.BUILDER, schema);
+                throw ConfigErrors.unknownKey(path, ConfigOrigin.BUILDER, schema);
             }
             values.put(
                     path,
@@ -433,7 +433,7 @@ public final class UcxConfig {
                 } else if (registry.named(s.path()) != null || s.path().startsWith(ConfigSchema.ENVIRONMENT + ".")) {
                     layer.add(s);
                 } else {
-                    throw ConfigErrors.unknownKey(s.path(), s.written(), s.origin(), registry.schema());
+                    throw ConfigErrors.unknownKey(s.path(), s.origin(), registry.schema());
                 }
             }
             return new UcxConfig(

@@ -33,10 +33,17 @@ class UcxConfigValidationTest {
         return e;
     }
 
+    /** An unknown key may be a misspelled secret: its value is neither in the message nor in {@code value()}. */
+    private static void valueNotShown(UcxConfigException e, String quotedValue) {
+        assertFalse(e.getMessage().contains(quotedValue), e.getMessage());
+        assertEquals(Optional.empty(), e.value());
+    }
+
     @Test
     void unknownKeyInUcx4jBlock() {
         Path file = yaml(dir, "ucx4j:\n  tcp: true\n  tpc: true\n");
-        UcxConfigException e = fails(() -> fromFile(file), "unknown ucx4j config key 'tpc'", "'true'", file + ":3");
+        UcxConfigException e = fails(() -> fromFile(file), "unknown ucx4j config key 'tpc'", file + ":3");
+        valueNotShown(e, "'true'");
         assertEquals(Optional.of("tpc"), e.key());
         assertEquals(Optional.of(file + ":3"), e.source());
     }
@@ -44,21 +51,22 @@ class UcxConfigValidationTest {
     @Test
     void unknownNestedKeyInUcx4jBlock() {
         Path file = yaml(dir, "ucx4j:\n  memory-pool:\n    sise: 1GB\n");
-        fails(() -> fromFile(file), "'memory-pool.sise'", "'1GB'", file + ":3");
+        valueNotShown(fails(() -> fromFile(file), "'memory-pool.sise'", file + ":3"), "'1GB'");
     }
 
     @Test
     void unknownUcx4jVariable() {
-        fails(() -> fromEnv(Map.of("UCX4J__NVLNK", "true")), "'nvlnk'", "'true'", "env UCX4J__NVLNK");
+        valueNotShown(fails(() -> fromEnv(Map.of("UCX4J__NVLNK", "true")), "'nvlnk'", "env UCX4J__NVLNK"), "'true'");
     }
 
     @Test
     void unknownUcx4jProperty() {
-        fails(
-                () -> fromProps(Map.of("ucx4j.memory-pool.sizee", "1GB")),
-                "'memory-pool.sizee'",
-                "'1GB'",
-                "-Ducx4j.memory-pool.sizee");
+        valueNotShown(
+                fails(
+                        () -> fromProps(Map.of("ucx4j.memory-pool.sizee", "1GB")),
+                        "'memory-pool.sizee'",
+                        "-Ducx4j.memory-pool.sizee"),
+                "'1GB'");
     }
 
     @Test
@@ -70,7 +78,7 @@ class UcxConfigValidationTest {
 
     @Test
     void unknownBuilderKey() {
-        fails(() -> UcxConfig.builder().set("tcpp", "true"), "'tcpp'", "'true'", "builder");
+        valueNotShown(fails(() -> UcxConfig.builder().set("tcpp", "true"), "'tcpp'", "builder"), "'true'");
     }
 
     @Test

@@ -59,7 +59,7 @@ public final class ConfigLayer {
         if (previous == null) {
             settings.put(setting.path(), setting);
         } else if (strict) {
-            throw ConfigErrors.duplicate(setting.path(), previous.origin(), setting.origin(), setting.written());
+            throw ConfigErrors.duplicate(setting.path(), previous.origin(), setting.origin());
         }
     }
 

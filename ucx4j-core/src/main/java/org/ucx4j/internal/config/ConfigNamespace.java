@@ -101,14 +101,9 @@ public record ConfigNamespace(String path, String envPrefix, boolean strict, boo
                         written,
                         origin(relativePath, ConfigSchema.ENVIRONMENT, where)));
             case ConfigSchema.EnvironmentMap m ->
-                refuseOrSkip(
-                        relativePath, written, where, "'environment' is a map: set one entry, as environment.<name>");
+                refuseOrSkip(relativePath, where, "'environment' is a map: set one entry, as environment.<name>");
             case ConfigSchema.Group g ->
-                refuseOrSkip(
-                        relativePath,
-                        written,
-                        where,
-                        "'" + relativePath + "' is a group: set one of the keys below it");
+                refuseOrSkip(relativePath, where, "'" + relativePath + "' is a group: set one of the keys below it");
             case ConfigSchema.OtherModule m -> {
                 if (strict) {
                     ConfigWarnings.warnOnce(
@@ -125,16 +120,16 @@ public record ConfigNamespace(String path, String envPrefix, boolean strict, boo
             }
             case ConfigSchema.Unknown u -> {
                 if (strict) {
-                    throw ConfigErrors.unknownKey(relativePath, written, ConfigOrigin.of(where), schema);
+                    throw ConfigErrors.unknownKey(relativePath, ConfigOrigin.of(where), schema);
                 }
                 LOG.debug("ignoring {} from {}: not a UCX key (Dask's own)", fullKey(relativePath), where);
             }
         }
     }
 
-    private void refuseOrSkip(String relativePath, String written, String where, String reason) {
+    private void refuseOrSkip(String relativePath, String where, String reason) {
         if (strict) {
-            throw ConfigErrors.invalidValue(relativePath, written, ConfigOrigin.of(where), reason, false);
+            throw ConfigErrors.misplacedValue(relativePath, ConfigOrigin.of(where), reason);
         }
         LOG.debug("ignoring {} from {}: {}", fullKey(relativePath), where, reason);
     }

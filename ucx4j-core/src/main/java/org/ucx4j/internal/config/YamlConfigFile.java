@@ -6,6 +6,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Optional;
+import java.util.regex.Pattern;
 import org.snakeyaml.engine.v2.api.LoadSettings;
 import org.snakeyaml.engine.v2.api.lowlevel.Compose;
 import org.snakeyaml.engine.v2.exceptions.Mark;
@@ -55,23 +56,25 @@ public final class YamlConfigFile {
             throw new UcxConfigException(
                     "cannot read ucx4j config file " + file + ": " + e, null, null, file.toString(), e);
         } catch (MarkedYamlEngineException e) {
+            // SnakeYAML's own message and its marks quote the offending lines, which may hold auth.secret:
+            // build the message from the position and SnakeYAML's description only, and chain no cause.
             String where = e.getProblemMark()
                     .map(m -> file + ":" + (m.getLine() + 1) + ":" + (m.getColumn() + 1))
                     .orElse(file.toString());
+            String context = e.getContext() == null ? "" : withoutDocumentText(e.getContext()) + ": ";
             throw new UcxConfigException(
-                    "invalid YAML in ucx4j config file " + where + ": " + e.getProblem()
-                            + (e.getContext() == null ? "" : " (" + e.getContext() + ")"),
+                    "invalid YAML in ucx4j config file " + where + ": " + context + withoutDocumentText(e.getProblem())
+                            + " (the file's text is not shown: it may hold a secret)",
                     null,
                     null,
-                    where,
-                    e);
+                    where);
         } catch (YamlEngineException e) {
             throw new UcxConfigException(
-                    "invalid YAML in ucx4j config file " + file + ": " + e.getMessage(),
+                    "invalid YAML in ucx4j config file " + file + ": " + withoutDocumentText(e.getMessage())
+                            + " (the file's text is not shown: it may hold a secret)",
                     null,
                     null,
-                    file.toString(),
-                    e);
+                    file.toString());
         }
         if (node.isEmpty() || isNull(node.get())) {
             return new YamlConfigFile(file, null);
@@ -159,7 +162,7 @@ public final class YamlConfigFile {
                 case ConfigSchema.OtherModule m -> namespace.accept(layer, schema, path, null, kind, where);
                 case ConfigSchema.Unknown u -> {
                     if (namespace.strict()) {
-                        throw ConfigErrors.unknownKey(path, kind, ConfigOrigin.of(where), schema);
+                        throw ConfigErrors.unknownKey(path, ConfigOrigin.of(where), schema);
                     }
                 }
                 default ->
@@ -217,6 +220,24 @@ public final class YamlConfigFile {
         }
         return null;
     }
+
+    /**
+     * SnakeYAML's description of a problem without the document text it quotes: its problems quote what
+     * they found ({@code found unknown escape character q}, {@code expected ' ', but found 'x'},
+     * {@code found undefined alias a}), which may be characters of a secret. Cut where the quoted text
+     * starts, keeping the fixed description before it.
+     */
+    static String withoutDocumentText(String description) {
+        if (description == null) {
+            return "";
+        }
+        String cut = DOCUMENT_TEXT.matcher(description).replaceFirst("").strip();
+        return cut.isEmpty() ? "syntax error" : cut;
+    }
+
+    /** Where SnakeYAML's descriptions start quoting the document (from snakeyaml-engine 2.10's messages). */
+    private static final Pattern DOCUMENT_TEXT = Pattern.compile(
+            "(?s)(?:,? but found|['\"`:\\n]|(?<=escape character|undefined alias|tag handle|character found) ).*");
 
     private static boolean isNull(Node node) {
         return node instanceof ScalarNode && Tag.NULL.equals(node.getTag());
