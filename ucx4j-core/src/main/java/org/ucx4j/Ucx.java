@@ -35,6 +35,21 @@ public final class Ucx {
     }
 
     /**
+     * Sends UCX's own log (its warnings and errors) to stderr instead of UCX's default, stdout, by setting
+     * {@code UCX_LOG_FILE=stderr} before UCX loads. For programs whose stdout is data, such as the
+     * {@code ucx4j} command line's {@code --json} output. A {@code UCX_LOG_FILE} in the process
+     * environment, or a configuration's {@code environment.log-file}, still wins.
+     *
+     * <p>Threading: call once, first thing, before anything loads UCX (this class's other methods, a
+     * {@link UcxContext}).
+     *
+     * @throws IllegalStateException when UCX is already loaded in this JVM
+     */
+    public static void logToStderr() {
+        UcxLibrary.requestGlobalDefault("LOG_FILE", "stderr");
+    }
+
+    /**
      * Whether UCX loaded.
      *
      * @return true when a supported {@code libucp} was found and loaded

@@ -1,5 +1,6 @@
 package org.ucx4j.cli;
 
+import org.ucx4j.Ucx;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -29,6 +30,8 @@ public final class Main implements Runnable {
      * @param args the arguments
      */
     public static void main(String[] args) {
+        // Stdout is the commands' results (text, or --json); UCX logs to stdout unless told otherwise.
+        Ucx.logToStderr();
         System.exit(run(args));
     }
 

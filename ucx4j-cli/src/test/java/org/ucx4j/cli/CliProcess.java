@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
@@ -19,7 +20,8 @@ import org.ucx4j.testsupport.ChildJvm;
  * children, bench servers, start the same way), and reads its {@code --json} output with Jackson.
  */
 final class CliProcess {
-    private static final ObjectMapper JSON = new ObjectMapper();
+    /** Strict about the end: stdout must be one JSON document, with nothing (a UCX log line, say) after it. */
+    private static final ObjectMapper JSON = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
     private CliProcess() {}
 
@@ -67,7 +69,7 @@ final class CliProcess {
     }
 
     /**
-     * Parses a JSON text.
+     * Parses a JSON text that must be one JSON document and nothing else.
      *
      * @param text the text
      * @return its tree

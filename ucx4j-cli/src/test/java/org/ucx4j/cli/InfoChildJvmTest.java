@@ -1,6 +1,7 @@
 package org.ucx4j.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -47,6 +48,33 @@ class InfoChildJvmTest {
                 json.findValues("version").stream()
                         .anyMatch(v -> v.isTextual() && v.textValue().startsWith("1.")),
                 "UCX version missing: " + json);
+    }
+
+    /**
+     * UCX writes its log to stdout by default; the CLI sends it to stderr, so that stdout stays one JSON
+     * document. UCX logs here because {@code nvlink: true} asks for the CUDA transports, which a machine
+     * without CUDA does not have: UCX warns that they are not available.
+     */
+    @Test
+    void jsonStaysJsonWhenUcxLogs() throws Exception {
+        ChildJvm.Result r = info(Map.of("UCX4J__NVLINK", "true"));
+        assertEquals(0, r.exitCode(), "ucx4j info failed: " + r.all());
+        JsonNode json = CliProcess.json(r.output());
+        assertTrue(
+                json.path("config").path("keys").path("nvlink").path("value").asBoolean(), "nvlink not set: " + json);
+        assertTrue(r.stderr().contains("UCX  WARN"), "UCX's warning is not on stderr: " + r.all());
+    }
+
+    /** A {@code UCX_LOG_FILE} the user set wins over the CLI's stderr: UCX logs into that file. */
+    @Test
+    void theUsersUcxLogFileWins() throws Exception {
+        Path log = dir.resolve("ucx.log");
+        ChildJvm.Result r = info(Map.of("UCX4J__NVLINK", "true", "UCX_LOG_FILE", "file:" + log));
+        assertEquals(0, r.exitCode(), "ucx4j info failed: " + r.all());
+        JsonNode json = CliProcess.json(r.output());
+        assertTrue(json.path("ucx").path("environment").path("UCX_LOG_FILE").isMissingNode(), json.toString());
+        assertTrue(Files.exists(log) && Files.readString(log).contains("UCX  WARN"), "no UCX log in " + log);
+        assertFalse(r.stderr().contains("UCX  WARN"), r.all());
     }
 
     @Test

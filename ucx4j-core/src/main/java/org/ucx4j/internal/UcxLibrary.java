@@ -47,6 +47,7 @@ public final class UcxLibrary {
     public static final String LIBRARY_ENV = "UCX4J_UCX_LIBRARY";
 
     private static final Map<String, String> PENDING_GLOBALS = new LinkedHashMap<>();
+    private static final Map<String, String> DEFAULT_GLOBALS = new LinkedHashMap<>();
     private static volatile boolean loadStarted;
 
     /** One place we looked, and what happened there. */
@@ -97,6 +98,23 @@ public final class UcxLibrary {
                     + "and UCX is already loaded in this JVM; set UCX_" + name + " in the environment instead");
         }
         PENDING_GLOBALS.put(name, value);
+    }
+
+    /**
+     * Asks for a default of a UCX global option, weaker than the configuration's: applied before UCX loads
+     * unless {@code UCX_<NAME>} is in the process environment or the configuration sets the option
+     * ({@link #requestGlobalOption}).
+     *
+     * @param name the option name without {@code UCX_}
+     * @param value its value
+     * @throws IllegalStateException when UCX is already loaded: the default could no longer take effect
+     */
+    public static synchronized void requestGlobalDefault(String name, String value) {
+        if (loadStarted) {
+            throw new IllegalStateException("a default for UCX global option UCX_" + name + " must be set before "
+                    + "UCX loads, and UCX is already loaded in this JVM");
+        }
+        DEFAULT_GLOBALS.put(name, value);
     }
 
     /** Whether loading has started (after which global options are fixed). */
@@ -189,6 +207,7 @@ public final class UcxLibrary {
         Map<String, String> wanted = new LinkedHashMap<>();
         // UCX's error-signal handlers would take SIGSEGV, which the JVM uses for its own purposes.
         wanted.put("ERROR_SIGNALS", "");
+        wanted.putAll(DEFAULT_GLOBALS);
         wanted.putAll(PENDING_GLOBALS);
         for (Map.Entry<String, String> e : wanted.entrySet()) {
             String name = "UCX_" + e.getKey();
