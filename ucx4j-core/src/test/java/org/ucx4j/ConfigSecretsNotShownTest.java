@@ -54,7 +54,9 @@ class ConfigSecretsNotShownTest {
     void unterminatedQuotedSecret() {
         Path file = yaml(dir, "ucx4j:\n  auth:\n    secret: \"" + SECRET + "\n  tcp: true\n");
         UcxConfigException e = refusedWithoutSecret(
-                () -> fromFile(file), "invalid YAML in ucx4j config file " + file + ":", "quoted scalar");
+                () -> fromFile(file),
+                "invalid YAML in ucx4j config file " + file + ":5:1",
+                "quoted scalar (from line 3, column 13)");
         assertNull(e.getCause(), "SnakeYAML's exception quotes the file; it must not be chained");
         assertEquals(Optional.empty(), e.key());
     }

@@ -61,7 +61,14 @@ public final class YamlConfigFile {
             String where = e.getProblemMark()
                     .map(m -> file + ":" + (m.getLine() + 1) + ":" + (m.getColumn() + 1))
                     .orElse(file.toString());
-            String context = e.getContext() == null ? "" : withoutDocumentText(e.getContext()) + ": ";
+            String context = e.getContext() == null
+                    ? ""
+                    : withoutDocumentText(e.getContext())
+                            + e.getContextMark()
+                                    .map(m -> " (from line " + (m.getLine() + 1) + ", column " + (m.getColumn() + 1)
+                                            + ")")
+                                    .orElse("")
+                            + ": ";
             throw new UcxConfigException(
                     "invalid YAML in ucx4j config file " + where + ": " + context + withoutDocumentText(e.getProblem())
                             + " (the file's text is not shown: it may hold a secret)",
