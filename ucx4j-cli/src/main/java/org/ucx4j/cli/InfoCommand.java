@@ -9,8 +9,8 @@ import picocli.CommandLine.Option;
  * {@code ucx4j info}: which UCX was loaded and how, the transports and devices it sees, its effective
  * configuration, and the ucx4j configuration with the source of every value.
  *
- * <p>Exit code 2 when UCX is unavailable (everything else is still printed), 1 when the ucx4j
- * configuration is invalid.
+ * <p>Exit code 78 when the ucx4j configuration is invalid, else 2 when UCX is unavailable; everything
+ * else is still printed. A configuration is loaded before UCX, so an invalid one is reported first.
  */
 @Command(
         name = "info",
@@ -30,9 +30,11 @@ final class InfoCommand implements Callable<Integer> {
             new InfoText(out).print(report);
         }
         out.flush();
-        if (!report.ucxAvailable()) {
-            return Main.EXIT_UCX_UNAVAILABLE;
+        if (report.config() == null) {
+            System.err.println("ucx4j info: the ucx4j configuration is invalid: "
+                    + report.section("config").get("error"));
+            return Main.EXIT_CONFIG_INVALID;
         }
-        return report.config() == null ? 1 : 0;
+        return report.ucxAvailable() ? 0 : Main.EXIT_UCX_UNAVAILABLE;
     }
 }

@@ -16,7 +16,9 @@ import org.ucx4j.UcxContext;
  * <p>Top-level keys: {@code ucx} (available, version, library, origin, attempts, environment, error),
  * {@code java}, {@code transports}, {@code resources}, {@code ucx_config} (the effective
  * {@code UCX_*} settings of a context made with the configuration's context options), {@code config}
- * ({@link UcxConfig#toMap()}, or {@code error}).
+ * ({@link UcxConfig#toMap()}, or {@code error}). With an invalid configuration no context is made
+ * (it would load the same configuration): {@code transports}, {@code resources} and {@code ucx_config}
+ * stay empty, and {@code ucx.available} still says whether the library loaded.
  *
  * @param tree the report
  * @param config the loaded configuration, or null when it did not load
@@ -85,14 +87,14 @@ record InfoReport(Map<String, Object> tree, UcxConfig config, List<ConfigEntry> 
             String message = cause == null ? "UCX is not available" : cause.getMessage();
             ucx.put("error", message);
             problems.add(message);
+        } else if (config == null) {
+            // A context would load the same configuration and fail the same way: that is not "UCX unavailable".
+            problems.add("no UCX context created (transports, devices, UCX's settings): the ucx4j configuration is "
+                    + "invalid");
         } else {
-            Map<String, String> contextOptions =
-                    config == null ? Map.of() : config.ucxSettings().contextOptions();
-            UcxContext.Builder builder = UcxContext.builder().name("ucx4j-info");
-            if (config != null) {
-                builder.config(config);
-            }
-            try (UcxContext context = builder.build()) {
+            Map<String, String> contextOptions = config.ucxSettings().contextOptions();
+            try (UcxContext context =
+                    UcxContext.builder().name("ucx4j-info").config(config).build()) {
                 tree.put("transports", context.transports());
                 tree.put("resources", context.resources());
                 tree.put("ucx_config", UcxConfigText.parse(context.describeConfig()));

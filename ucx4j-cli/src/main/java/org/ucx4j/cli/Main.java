@@ -1,13 +1,16 @@
 package org.ucx4j.cli;
 
 import org.ucx4j.Ucx;
+import org.ucx4j.UcxConfigException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /**
  * The {@code ucx4j} command line: dispatches to the subcommands.
  *
- * <p>Exit codes: 0 success, 1 failure, 2 UCX unavailable (from {@code info}), 64 usage error.
+ * <p>Exit codes: 0 success, 1 failure, 2 UCX unavailable, 78 invalid ucx4j configuration (a bad value,
+ * an unknown key, a malformed YAML file: the message names the key and the source; 78 is sysexits.h's
+ * EX_CONFIG, as 64 is its EX_USAGE), 64 usage error. (A bench server that outlives its parent halts with 3.)
  */
 @Command(
         name = "ucx4j",
@@ -18,6 +21,8 @@ import picocli.CommandLine.Command;
 public final class Main implements Runnable {
     /** Exit code when the UCX library cannot be loaded. */
     static final int EXIT_UCX_UNAVAILABLE = 2;
+    /** Exit code when the ucx4j configuration is invalid ({@link UcxConfigException}): EX_CONFIG. */
+    static final int EXIT_CONFIG_INVALID = 78;
     /** Exit code for a wrong command line. */
     static final int EXIT_USAGE = 64;
 
@@ -49,7 +54,7 @@ public final class Main implements Runnable {
         return cl.execute(args);
     }
 
-    /** Usage errors exit with 64 (EX_USAGE), so that 2 stays "UCX unavailable". */
+    /** Usage errors exit with 64 (EX_USAGE), so that 2 and 78 keep their meanings. */
     private static void usageExitCode(CommandLine cl) {
         cl.getCommandSpec().exitCodeOnInvalidInput(EXIT_USAGE);
         cl.getSubcommands().values().forEach(Main::usageExitCode);
@@ -68,7 +73,19 @@ public final class Main implements Runnable {
             System.err.println(
                     "(run with -Ducx4j.cli.trace=true, or UCX4J_JAVA_OPTS=-Ducx4j.cli.trace=true for bin/ucx4j, for the stack trace)");
         }
-        return e.getCause() instanceof UnsatisfiedLinkError ? EXIT_UCX_UNAVAILABLE : 1;
+        if (causedBy(e, UcxConfigException.class)) {
+            return EXIT_CONFIG_INVALID;
+        }
+        return causedBy(e, UnsatisfiedLinkError.class) ? EXIT_UCX_UNAVAILABLE : 1;
+    }
+
+    private static boolean causedBy(Throwable e, Class<? extends Throwable> type) {
+        for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (type.isInstance(c)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Override

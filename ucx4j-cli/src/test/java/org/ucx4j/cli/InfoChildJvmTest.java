@@ -28,7 +28,11 @@ class InfoChildJvmTest {
     Path dir;
 
     private ChildJvm.Result info(Map<String, String> env) throws IOException, InterruptedException {
-        return CliProcess.command(dir, "info", "--json")
+        return cli(env, "info", "--json");
+    }
+
+    private ChildJvm.Result cli(Map<String, String> env, String... args) throws IOException, InterruptedException {
+        return CliProcess.command(dir, args)
                 // Only what the test gives: no stray ucx4j or Dask settings from the machine.
                 .unsetEnv(k -> k.startsWith("UCX4J_") || k.startsWith("DASK_") || k.equals("UCX_TLS"))
                 .env("HOME", dir.toString())
@@ -75,6 +79,40 @@ class InfoChildJvmTest {
         assertTrue(json.path("ucx").path("environment").path("UCX_LOG_FILE").isMissingNode(), json.toString());
         assertTrue(Files.exists(log) && Files.readString(log).contains("UCX  WARN"), "no UCX log in " + log);
         assertFalse(r.stderr().contains("UCX  WARN"), r.all());
+    }
+
+    /** A bad value is an invalid configuration (78), not "UCX unavailable" (2): UCX itself loaded. */
+    @Test
+    void anInvalidConfigurationHasItsOwnExitCode() throws Exception {
+        ChildJvm.Result r = info(Map.of("UCX4J__TCP", "maybe"));
+        assertEquals(Main.EXIT_CONFIG_INVALID, r.exitCode(), r.all());
+        JsonNode json = CliProcess.json(r.output());
+        assertTrue(json.path("ucx").path("available").asBoolean(), "UCX did load: " + json);
+        String error = json.path("config").path("error").asText();
+        assertTrue(error.contains("'tcp'") && error.contains("env UCX4J__TCP"), error);
+        assertTrue(r.stderr().contains("ucx4j configuration is invalid"), r.all());
+    }
+
+    /** A YAML syntax error on the secret's line: exit 78, and the secret in neither stdout nor stderr. */
+    @Test
+    void aBrokenFileNearTheSecretIsReportedWithoutIt() throws Exception {
+        Path yaml = dir.resolve("ucx4j.yaml");
+        Files.writeString(yaml, "ucx4j:\n  auth:\n    secret: \"hunter2-s3cr3t\n  tcp: true\n");
+        for (String[] args : new String[][] {{"info", "--json"}, {"info"}}) {
+            ChildJvm.Result r = cli(Map.of("UCX4J_CONFIG", yaml.toString()), args);
+            assertEquals(Main.EXIT_CONFIG_INVALID, r.exitCode(), r.all());
+            assertTrue(r.all().contains(yaml + ":5:1") && r.all().contains("from line 3, column 13"), r.all());
+            assertFalse(r.all().contains("hunter2") || r.all().contains("s3cr3t"), r.all());
+        }
+    }
+
+    /** The other commands give a bad configuration the same exit code. */
+    @Test
+    void benchWithAnInvalidConfiguration() throws Exception {
+        ChildJvm.Result r = cli(Map.of("UCX4J__AUTH__SECRTE", "hunter2"), "bench");
+        assertEquals(Main.EXIT_CONFIG_INVALID, r.exitCode(), r.all());
+        assertTrue(r.stderr().contains("unknown ucx4j config key 'auth.secrte'"), r.all());
+        assertFalse(r.all().contains("hunter2"), r.all());
     }
 
     @Test
