@@ -266,7 +266,8 @@ final class UcxComm extends AbstractComm {
                                         "frame table of " + ti.length() + " bytes, header said " + h.tableBytes()),
                                 false);
                     } else {
-                        WireFormat.Table t = WireFormat.readTable(table, 0, h.frameCount(), options.maxFrameSize());
+                        WireFormat.Table t = WireFormat.readTable(
+                                table, 0, h.frameCount(), options.maxFrameSize(), options.maxMessageSize());
                         receiveFrames(in, h, t, -1);
                     }
                 } catch (CommException e) {
@@ -281,8 +282,12 @@ final class UcxComm extends AbstractComm {
             throw new CommProtocolException(
                     "header message of " + len + " bytes for " + h.frameCount() + " frames (needs " + tableEnd + ")");
         }
-        WireFormat.Table t =
-                WireFormat.readTable(headerBuffer, WireFormat.HEADER_BYTES, h.frameCount(), options.maxFrameSize());
+        WireFormat.Table t = WireFormat.readTable(
+                headerBuffer,
+                WireFormat.HEADER_BYTES,
+                h.frameCount(),
+                options.maxFrameSize(),
+                options.maxMessageSize());
         if ((h.flags() & WireFormat.FLAG_INLINE) != 0) {
             if (len != tableEnd + t.total()) {
                 throw new CommProtocolException(

@@ -16,6 +16,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -26,6 +27,7 @@ import org.ucx4j.comm.CommListener;
 import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.CommProtocolException;
 import org.ucx4j.comm.Comms;
+import org.ucx4j.comm.FrameAllocator;
 import org.ucx4j.comm.Message;
 
 /**
@@ -54,9 +56,20 @@ abstract class HostileInputTest {
 
     abstract Raw raw(URI listener) throws Exception;
 
+    /** Frames of 1 MiB or more the listener's comms asked for; none of the hostile messages may get one. */
+    final AtomicInteger largeFramesAllocated = new AtomicInteger();
+
     final CommOptions options = CommOptions.builder()
             .config(UcxConfig.builder().build())
             .connectTimeout(Duration.ofSeconds(5))
+            .allocator((kind, size, scope) -> {
+                if (size >= (1 << 20)) {
+                    largeFramesAllocated.incrementAndGet();
+                    // Never reserve what a hostile header claims, even when the check under test is missing.
+                    throw new UnsupportedOperationException("test allocator: no frames of " + size + " bytes");
+                }
+                return FrameAllocator.host().allocate(kind, size, scope);
+            })
             .build();
     final LinkedBlockingQueue<Throwable> readFailures = new LinkedBlockingQueue<>();
     CommListener listener;
@@ -108,16 +121,28 @@ abstract class HostileInputTest {
 
     /** Sends a hostile header after a real handshake and checks the listener's comm refused it. */
     void refusedAfterHandshake(byte[] header, String expected) throws Exception {
+        refusedAfterHandshake(expected, header);
+    }
+
+    /**
+     * Sends a hostile header in parts (each a message on {@code ucx://}, back to back on {@code tcp://})
+     * after a real handshake and checks the listener's comm refused it, allocated no large frame, and that
+     * the listener still serves.
+     */
+    void refusedAfterHandshake(String expected, byte[]... parts) throws Exception {
         long before = rssBytes();
         try (Raw r = raw(listener.address())) {
             r.handshake(options);
-            r.sendHeader(header);
+            for (byte[] part : parts) {
+                r.sendHeader(part);
+            }
             Throwable t = readFailures.poll(30, TimeUnit.SECONDS);
             assertTrue(t instanceof CommProtocolException, "expected a protocol error, got " + t);
             assertTrue(t.getMessage().contains(expected), t.getMessage());
         }
         long grown = rssBytes() - before;
         assertTrue(grown < (64L << 20), "resident memory grew by " + grown + " bytes");
+        assertEquals(0, largeFramesAllocated.get(), "frames of 1 MiB or more allocated for a refused message");
         stillServes();
     }
 
@@ -203,6 +228,21 @@ abstract class HostileInputTest {
     @Test
     void frameClaiming2Pow62Bytes() throws Exception {
         refusedAfterHandshake(header(WireFormat.MAGIC, 1, 0, 0, 1, 1L << 62), "max-frame-size");
+    }
+
+    @Test
+    void theMostFramesOfLargeFramesAddingUpToMoreThanMaxMessageSize() throws Exception {
+        long[] sizes = new long[options.maxFrames()];
+        java.util.Arrays.fill(sizes, 16L << 30); // each within max-frame-size (64 GiB)
+        byte[] whole = header(WireFormat.MAGIC, 1, 0, 0, sizes.length, sizes);
+        // The fixed header, then the table: on ucx:// a table this large travels as a message of its own.
+        byte[] fixed = java.util.Arrays.copyOf(whole, WireFormat.HEADER_BYTES);
+        byte[] table = java.util.Arrays.copyOfRange(whole, WireFormat.HEADER_BYTES, whole.length);
+        refusedAfterHandshake(
+                sizes.length + " frames claims " + sizes.length * (16L << 30) + " bytes in all; max-message-size is "
+                        + options.maxMessageSize(),
+                fixed,
+                table);
     }
 
     @Test
