@@ -474,6 +474,34 @@ abstract class CommConformanceTest {
     }
 
     @Test
+    void aWrongSecretFailsAtOnceNotAfterTheConnectTimeout() throws Exception {
+        Duration connectTimeout = Duration.ofSeconds(30);
+        CommListener l = listen(
+                CommConformanceTest::echo,
+                CommOptions.builder()
+                        .config(UcxConfig.builder()
+                                .set(CommKeys.AUTH_SECRET, "listener-secret")
+                                .build())
+                        .connectTimeout(connectTimeout)
+                        .build());
+        CommOptions wrong = CommOptions.builder()
+                .config(UcxConfig.builder()
+                        .set(CommKeys.AUTH_SECRET, "client-secret")
+                        .build())
+                .connectTimeout(connectTimeout)
+                .build();
+        long start = System.nanoTime();
+        CommAuthenticationException e =
+                assertThrows(CommAuthenticationException.class, () -> connect(l.address(), wrong));
+        Duration took = Duration.ofNanos(System.nanoTime() - start);
+        // A bound well under the connect timeout, not a benchmark: the refusal must not wait for it.
+        assertTrue(took.compareTo(Duration.ofSeconds(10)) < 0, "refused after " + took);
+        assertTrue(e.getMessage().contains("secret"), e.getMessage());
+        assertFalse(
+                e.getMessage().contains("listener-secret") || e.getMessage().contains("client-secret"), e.getMessage());
+    }
+
+    @Test
     void receivedFramesComeFromTheGivenAllocator() throws Exception {
         ConcurrentHashMap<Long, Boolean> sizes = new ConcurrentHashMap<>();
         FrameAllocator counting = (kind, size, scope) -> {

@@ -150,7 +150,7 @@ abstract class HostileInputTest {
      * Waits (30 s at most) for the listener's answer to hostile handshake bytes: a VERDICT that refuses. Then
      * the listener has read and judged them, and the raw connection may close.
      */
-    static void awaitRefusal(Raw r) throws Exception {
+    static Handshake.Verdict awaitRefusal(Raw r) throws Exception {
         byte[] record = CompletableFuture.supplyAsync(
                         () -> {
                             try {
@@ -165,10 +165,18 @@ abstract class HostileInputTest {
                 record.length > 8 && record[6] == Handshake.VERDICT,
                 "expected a VERDICT record, got " + record.length + " bytes of type "
                         + (record.length > 6 ? record[6] : -1));
-        assertNotEquals(
-                Handshake.Verdict.ACCEPTED,
-                Handshake.Verdict.of(record[8]),
-                "the listener accepted hostile handshake bytes");
+        Handshake.Verdict verdict = Handshake.Verdict.of(record[8]);
+        assertNotEquals(Handshake.Verdict.ACCEPTED, verdict, "the listener accepted hostile handshake bytes");
+        return verdict;
+    }
+
+    /** A handshake record with its 4-byte little-endian length in front, as the channels send it. */
+    static byte[] framed(byte[] record) {
+        return ByteBuffer.allocate(4 + record.length)
+                .order(ByteOrder.LITTLE_ENDIAN)
+                .putInt(record.length)
+                .put(record)
+                .array();
     }
 
     void stillServes() {
@@ -208,14 +216,22 @@ abstract class HostileInputTest {
     void wrongHandshakeVersion() throws Exception {
         byte[] hello = Handshake.hello(false, new byte[32], 1, "x", "y", null);
         hello[4] = 9; // version 9
-        byte[] framed = ByteBuffer.allocate(4 + hello.length)
-                .order(ByteOrder.LITTLE_ENDIAN)
-                .putInt(hello.length)
-                .put(hello)
-                .array();
         try (Raw r = raw(listener.address())) {
-            r.sendHandshakeBytes(framed);
+            r.sendHandshakeBytes(framed(hello));
             awaitRefusal(r);
+        }
+        stillServes();
+    }
+
+    @Test
+    void aBadProofGetsARefusingVerdict() throws Exception {
+        try (Raw r = raw(listener.address())) {
+            r.sendHandshakeBytes(framed(Handshake.hello(false, new byte[32], 1, "x", "y", null)));
+            assertEquals(Handshake.HELLO, r.receiveRecord()[6]);
+            assertEquals(Handshake.PROOF, r.receiveRecord()[6]);
+            // A 32-byte MAC where the listener, having no secret, expects an empty proof.
+            r.sendHandshakeBytes(framed(Handshake.proof(new byte[Handshake.MAC_BYTES])));
+            assertEquals(Handshake.Verdict.REFUSED_AUTH, awaitRefusal(r));
         }
         stillServes();
     }
