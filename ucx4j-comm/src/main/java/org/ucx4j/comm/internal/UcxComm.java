@@ -195,10 +195,7 @@ final class UcxComm extends AbstractComm {
         } catch (CommException e) {
             stop(in, e, false);
         } catch (RuntimeException e) {
-            stop(
-                    in,
-                    new CommException("comm " + localAddress() + " <-> " + peerAddress() + ": " + e.getMessage(), e),
-                    false);
+            stop(in, readFailure(e), false);
         }
     }
 
@@ -222,6 +219,11 @@ final class UcxComm extends AbstractComm {
             pipelineEnded = true;
         }
         in.done.completeExceptionally(new End(cause, peerClosed));
+    }
+
+    /** A failure of this side while receiving a message (not the peer's fault, not a lost connection). */
+    private CommException readFailure(RuntimeException e) {
+        return new CommException("comm " + localAddress() + " <-> " + peerAddress() + ": " + e.getMessage(), e);
     }
 
     private CommClosedException lostError(Throwable err) {
@@ -272,6 +274,8 @@ final class UcxComm extends AbstractComm {
                     }
                 } catch (CommException e) {
                     stop(in, e, false);
+                } catch (RuntimeException e) { // e.g. the frame allocator refused: fail the read, never lose it
+                    stop(in, readFailure(e), false);
                 } finally {
                     tableArena.close();
                 }

@@ -262,6 +262,22 @@ abstract class HostileInputTest {
     }
 
     @Test
+    void anAllocatorRefusingAFrameOfALargeTableFailsTheRead() throws Exception {
+        long[] sizes = new long[1000]; // a 16,000-byte table: on ucx:// a message of its own
+        java.util.Arrays.fill(sizes, 2L << 20); // 2 GB in all: within every limit, refused by the test allocator
+        byte[] whole = header(WireFormat.MAGIC, 1, 0, 0, sizes.length, sizes);
+        try (Raw r = raw(listener.address())) {
+            r.handshake(options);
+            r.sendHeader(java.util.Arrays.copyOf(whole, WireFormat.HEADER_BYTES));
+            r.sendHeader(java.util.Arrays.copyOfRange(whole, WireFormat.HEADER_BYTES, whole.length));
+            Throwable t = readFailures.poll(30, TimeUnit.SECONDS);
+            assertTrue(t != null, "the listener's comm read never failed");
+            assertTrue(t.getMessage().contains("test allocator: no frames of " + (2L << 20)), t.getMessage());
+        }
+        stillServes();
+    }
+
+    @Test
     void wrongMessageVersion() throws Exception {
         refusedAfterHandshake(header(WireFormat.MAGIC, 7, 0, 0, 0), "version 7");
     }
