@@ -35,7 +35,8 @@ public interface Comm extends AutoCloseable {
      *
      * @param message the frames to send (see {@link Frame} about their memory)
      * @return completes when the frames may be reused; fails with {@link CommClosedException} when the
-     *     comm closed first
+     *     comm closed first, and with {@link CommException} when the message is larger than this side's
+     *     {@code max-message-size} (then nothing is sent and the comm stays open)
      */
     CompletableFuture<Void> writeAsync(Message message);
 
@@ -44,6 +45,8 @@ public interface Comm extends AutoCloseable {
      *
      * @param message the frames
      * @throws CommClosedException when the comm is or gets closed
+     * @throws CommException when the message is larger than {@code max-message-size} (nothing is sent,
+     *     the comm stays open)
      */
     void write(Message message);
 

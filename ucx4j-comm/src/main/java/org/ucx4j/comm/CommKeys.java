@@ -23,6 +23,17 @@ public final class CommKeys {
     /** The largest single frame accepted from a peer: at least 1 byte (default 64 GiB). */
     public static final ConfigKey<Long> MAX_FRAME_SIZE =
             ConfigKey.size("max-frame-size", 64L << 30, 1, Long.MAX_VALUE, "largest single frame accepted from a peer");
+    /**
+     * The most bytes one message may carry, all frames together: at least 1 byte (default 4 GiB). A peer
+     * whose frame table adds up to more is refused before anything is allocated; a write of a larger
+     * message fails before anything is sent.
+     */
+    public static final ConfigKey<Long> MAX_MESSAGE_SIZE = ConfigKey.size(
+            "max-message-size",
+            4L << 30,
+            1,
+            Long.MAX_VALUE,
+            "most bytes one message may carry, all frames together; a peer claiming more is refused");
     /** The shared secret for the handshake; never printed (shown as {@code (set)}). */
     public static final ConfigKey<String> AUTH_SECRET =
             ConfigKey.secret("auth.secret", "shared secret for the handshake");
@@ -32,7 +43,7 @@ public final class CommKeys {
 
     /** ucx4j-comm's keys, in documentation order. */
     public static final List<ConfigKey<?>> ALL =
-            List.of(MULTI_BUFFER, MAX_FRAMES, MAX_FRAME_SIZE, AUTH_SECRET, AUTH_SECRET_FILE);
+            List.of(MULTI_BUFFER, MAX_FRAMES, MAX_FRAME_SIZE, MAX_MESSAGE_SIZE, AUTH_SECRET, AUTH_SECRET_FILE);
 
     private CommKeys() {}
 }

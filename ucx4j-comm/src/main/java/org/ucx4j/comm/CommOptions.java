@@ -13,7 +13,7 @@ import org.ucx4j.UcxKeys;
 /**
  * Settings for {@link Comms#listen} and {@link Comms#connect}: the {@link UcxConfig} (UCX settings,
  * {@code connect-timeout}, and ucx4j-comm's own keys, {@link CommKeys}: {@code multi-buffer},
- * {@code max-frames}, {@code max-frame-size}, {@code auth.secret} / {@code auth.secret-file}), the allocator for received frames, and the identity
+ * {@code max-frames}, {@code max-frame-size}, {@code max-message-size}, {@code auth.secret} / {@code auth.secret-file}), the allocator for received frames, and the identity
  * this side announces.
  *
  * <p>Built once and validated then: a secret file that cannot be read fails {@link Builder#build()}
@@ -30,6 +30,7 @@ public final class CommOptions {
     private final boolean multiBuffer;
     private final int maxFrames;
     private final long maxFrameSize;
+    private final long maxMessageSize;
 
     private CommOptions(Builder b) {
         this.config = b.config != null ? b.config : UcxConfig.load();
@@ -41,6 +42,7 @@ public final class CommOptions {
         this.multiBuffer = Boolean.TRUE.equals(config.get(CommKeys.MULTI_BUFFER));
         this.maxFrames = config.get(CommKeys.MAX_FRAMES);
         this.maxFrameSize = config.get(CommKeys.MAX_FRAME_SIZE);
+        this.maxMessageSize = config.get(CommKeys.MAX_MESSAGE_SIZE);
         if (identity.getBytes(StandardCharsets.UTF_8).length > 1024) {
             throw new IllegalArgumentException("identity is longer than 1024 bytes in UTF-8");
         }
@@ -138,6 +140,16 @@ public final class CommOptions {
     }
 
     /**
+     * The most bytes one message may carry, all frames together: a peer claiming more is refused, and a
+     * larger message is not written.
+     *
+     * @return the config's {@code max-message-size} in bytes
+     */
+    public long maxMessageSize() {
+        return maxMessageSize;
+    }
+
+    /**
      * The shared secret for the handshake, from {@code auth.secret} or the file {@code auth.secret-file}.
      *
      * @return a copy of the secret's bytes, empty when none is configured
@@ -187,6 +199,7 @@ public final class CommOptions {
     public String toString() {
         return "CommOptions[identity=" + identity + ", connectTimeout=" + connectTimeout + ", multiBuffer="
                 + multiBuffer() + ", maxFrames=" + maxFrames() + ", maxFrameSize=" + maxFrameSize()
+                + ", maxMessageSize=" + maxMessageSize()
                 + ", auth=" + (secret != null) + ", allocator=" + allocator + "]";
     }
 

@@ -1,7 +1,7 @@
 package org.ucx4j.comm;
 
 /**
- * The peer broke the protocol: a bad magic or version, a header claiming more frames or bytes than {@code max-frames} / {@code max-frame-size} allow, a truncated or malformed header. The comm is aborted; nothing of what the header claimed was allocated.
+ * The peer broke the protocol: a bad magic or version, a header claiming more frames or bytes than {@code max-frames} / {@code max-frame-size} / {@code max-message-size} allow, a truncated or malformed header. The comm is aborted; nothing of what the header claimed was allocated.
  *
  * <p>Threading: an immutable exception.
  */

@@ -450,6 +450,58 @@ abstract class CommConformanceTest {
     }
 
     @Test
+    void aMessageAboveMaxMessageSizeIsNotWrittenAndTheCommStaysUsable() throws Exception {
+        CommListener l = listen(CommConformanceTest::echo);
+        Comm c = connect(
+                l.address(),
+                options(UcxConfig.builder()
+                        .set(CommKeys.MAX_MESSAGE_SIZE, 1000L)
+                        .build()));
+        CommException e =
+                assertThrows(CommException.class, () -> c.write(Message.ofBytes(pattern(600, 1), pattern(401, 2))));
+        assertTrue(e.getMessage().contains("2 frames and 1001 bytes not written"), e.getMessage());
+        assertTrue(e.getMessage().contains("max-message-size is 1000"), e.getMessage());
+        java.util.concurrent.ExecutionException async = assertThrows(
+                java.util.concurrent.ExecutionException.class,
+                () -> c.writeAsync(Message.ofBytes(pattern(1001, 3))).get(10, TimeUnit.SECONDS));
+        assertTrue(async.getCause() instanceof CommException, String.valueOf(async.getCause()));
+        assertFalse(c.isClosed());
+        // Nothing of the refused messages went: the echo of the next one is the first thing back.
+        c.write(Message.ofBytes(pattern(1000, 4)));
+        try (Message m = c.read(Duration.ofSeconds(10))) {
+            assertArrayEquals(pattern(1000, 4), m.frame(0).toByteArray());
+        }
+    }
+
+    @Test
+    void aWrongSecretFailsAtOnceNotAfterTheConnectTimeout() throws Exception {
+        Duration connectTimeout = Duration.ofSeconds(30);
+        CommListener l = listen(
+                CommConformanceTest::echo,
+                CommOptions.builder()
+                        .config(UcxConfig.builder()
+                                .set(CommKeys.AUTH_SECRET, "listener-secret")
+                                .build())
+                        .connectTimeout(connectTimeout)
+                        .build());
+        CommOptions wrong = CommOptions.builder()
+                .config(UcxConfig.builder()
+                        .set(CommKeys.AUTH_SECRET, "client-secret")
+                        .build())
+                .connectTimeout(connectTimeout)
+                .build();
+        long start = System.nanoTime();
+        CommAuthenticationException e =
+                assertThrows(CommAuthenticationException.class, () -> connect(l.address(), wrong));
+        Duration took = Duration.ofNanos(System.nanoTime() - start);
+        // A bound well under the connect timeout, not a benchmark: the refusal must not wait for it.
+        assertTrue(took.compareTo(Duration.ofSeconds(10)) < 0, "refused after " + took);
+        assertTrue(e.getMessage().contains("secret"), e.getMessage());
+        assertFalse(
+                e.getMessage().contains("listener-secret") || e.getMessage().contains("client-secret"), e.getMessage());
+    }
+
+    @Test
     void receivedFramesComeFromTheGivenAllocator() throws Exception {
         ConcurrentHashMap<Long, Boolean> sizes = new ConcurrentHashMap<>();
         FrameAllocator counting = (kind, size, scope) -> {

@@ -270,6 +270,13 @@ abstract class AbstractComm implements Comm {
         if (state != State.OPEN) {
             return CompletableFuture.failedFuture(closedError("write to"));
         }
+        if (message.byteSize() > options.maxMessageSize()) {
+            // The peer would refuse it and fail the comm (with the same default); refuse it here, before
+            // any byte goes, and keep the comm.
+            return CompletableFuture.failedFuture(new CommException("message of " + message.frameCount()
+                    + " frames and " + message.byteSize() + " bytes not written to " + peerAddress()
+                    + ": max-message-size is " + options.maxMessageSize()));
+        }
         CompletableFuture<Void> f;
         try {
             f = send(message, callerWaits);

@@ -144,7 +144,16 @@ final class Handshake {
         ch.send(hello(secret.isPresent(), nonceL, myTag, options.identity(), clientAddressSeen, null));
         ch.send(proof(
                 secret.isPresent() ? mac(secret.get(), "ucx4j-comm/1 listener", c.nonce(), nonceL) : new byte[0]));
-        byte[] proofC = parseProof(ch.receive(), secret.isPresent());
+        byte[] proofC;
+        try {
+            proofC = parseProof(ch.receive(), secret.isPresent());
+        } catch (CommAuthenticationException e) { // a proof of the wrong length: says lengths, nothing secret
+            refuse(ch, Verdict.REFUSED_AUTH, e.getMessage());
+            throw e;
+        } catch (CommProtocolException e) { // not a PROOF record, or out of bounds
+            refuse(ch, Verdict.REFUSED_OTHER, e.getMessage());
+            throw e;
+        }
         if (secret.isPresent()) {
             byte[] expected = mac(secret.get(), "ucx4j-comm/1 client", nonceL, c.nonce());
             if (!MessageDigest.isEqual(expected, proofC)) {

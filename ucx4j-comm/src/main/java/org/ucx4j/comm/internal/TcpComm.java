@@ -120,13 +120,17 @@ final class TcpComm extends AbstractComm {
         long tableBytes = h.tableBytes();
         if (tableBytes <= READ_BUFFER) {
             t = WireFormat.readTable(
-                    MemorySegment.ofBuffer(fill((int) tableBytes)), 0, h.frameCount(), options.maxFrameSize());
+                    MemorySegment.ofBuffer(fill((int) tableBytes)),
+                    0,
+                    h.frameCount(),
+                    options.maxFrameSize(),
+                    options.maxMessageSize());
             in.position(in.position() + (int) tableBytes);
         } else {
             // Bounded by max-frames (checked above): 16 bytes per frame.
             MemorySegment table = MemorySegment.ofArray(new byte[(int) tableBytes]);
             readFully(table);
-            t = WireFormat.readTable(table, 0, h.frameCount(), options.maxFrameSize());
+            t = WireFormat.readTable(table, 0, h.frameCount(), options.maxFrameSize(), options.maxMessageSize());
         }
         Arena scope = scopes.forMessage(t.total(), h.frameCount());
         List<Frame> frames = new ArrayList<>(h.frameCount());

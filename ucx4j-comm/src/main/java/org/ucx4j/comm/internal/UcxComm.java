@@ -195,10 +195,7 @@ final class UcxComm extends AbstractComm {
         } catch (CommException e) {
             stop(in, e, false);
         } catch (RuntimeException e) {
-            stop(
-                    in,
-                    new CommException("comm " + localAddress() + " <-> " + peerAddress() + ": " + e.getMessage(), e),
-                    false);
+            stop(in, readFailure(e), false);
         }
     }
 
@@ -222,6 +219,11 @@ final class UcxComm extends AbstractComm {
             pipelineEnded = true;
         }
         in.done.completeExceptionally(new End(cause, peerClosed));
+    }
+
+    /** A failure of this side while receiving a message (not the peer's fault, not a lost connection). */
+    private CommException readFailure(RuntimeException e) {
+        return new CommException("comm " + localAddress() + " <-> " + peerAddress() + ": " + e.getMessage(), e);
     }
 
     private CommClosedException lostError(Throwable err) {
@@ -266,11 +268,14 @@ final class UcxComm extends AbstractComm {
                                         "frame table of " + ti.length() + " bytes, header said " + h.tableBytes()),
                                 false);
                     } else {
-                        WireFormat.Table t = WireFormat.readTable(table, 0, h.frameCount(), options.maxFrameSize());
+                        WireFormat.Table t = WireFormat.readTable(
+                                table, 0, h.frameCount(), options.maxFrameSize(), options.maxMessageSize());
                         receiveFrames(in, h, t, -1);
                     }
                 } catch (CommException e) {
                     stop(in, e, false);
+                } catch (RuntimeException e) { // e.g. the frame allocator refused: fail the read, never lose it
+                    stop(in, readFailure(e), false);
                 } finally {
                     tableArena.close();
                 }
@@ -281,8 +286,12 @@ final class UcxComm extends AbstractComm {
             throw new CommProtocolException(
                     "header message of " + len + " bytes for " + h.frameCount() + " frames (needs " + tableEnd + ")");
         }
-        WireFormat.Table t =
-                WireFormat.readTable(headerBuffer, WireFormat.HEADER_BYTES, h.frameCount(), options.maxFrameSize());
+        WireFormat.Table t = WireFormat.readTable(
+                headerBuffer,
+                WireFormat.HEADER_BYTES,
+                h.frameCount(),
+                options.maxFrameSize(),
+                options.maxMessageSize());
         if ((h.flags() & WireFormat.FLAG_INLINE) != 0) {
             if (len != tableEnd + t.total()) {
                 throw new CommProtocolException(

@@ -117,11 +117,13 @@ final class WireFormat {
     }
 
     /**
-     * Decodes and checks the frame table.
+     * Decodes and checks the frame table: each entry, then the sum of the sizes against
+     * {@code max-message-size}, so that a table claiming more than that in all is refused before any
+     * frame is allocated.
      *
-     * @throws CommProtocolException naming the first bad entry
+     * @throws CommProtocolException naming the first bad entry, or the total and the limit
      */
-    static Table readTable(MemorySegment src, long off, int count, long maxFrameSize) {
+    static Table readTable(MemorySegment src, long off, int count, long maxFrameSize, long maxMessageSize) {
         long[] sizes = new long[count];
         MemoryKind[] kinds = new MemoryKind[count];
         long total = 0;
@@ -146,10 +148,15 @@ final class WireFormat {
             }
             total += size;
             if (total < 0) {
-                throw new CommProtocolException("frame sizes add up to more than 2^63 bytes");
+                throw new CommProtocolException(
+                        "frame sizes add up to more than 2^63 bytes; max-message-size is " + maxMessageSize);
             }
             sizes[i] = size;
             kinds[i] = kind;
+        }
+        if (total > maxMessageSize) {
+            throw new CommProtocolException("message of " + count + " frames claims " + total
+                    + " bytes in all; max-message-size is " + maxMessageSize);
         }
         return new Table(sizes, kinds);
     }

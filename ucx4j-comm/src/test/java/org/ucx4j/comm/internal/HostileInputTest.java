@@ -16,6 +16,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -26,6 +27,7 @@ import org.ucx4j.comm.CommListener;
 import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.CommProtocolException;
 import org.ucx4j.comm.Comms;
+import org.ucx4j.comm.FrameAllocator;
 import org.ucx4j.comm.Message;
 
 /**
@@ -54,9 +56,20 @@ abstract class HostileInputTest {
 
     abstract Raw raw(URI listener) throws Exception;
 
+    /** Frames of 1 MiB or more the listener's comms asked for; none of the hostile messages may get one. */
+    final AtomicInteger largeFramesAllocated = new AtomicInteger();
+
     final CommOptions options = CommOptions.builder()
             .config(UcxConfig.builder().build())
             .connectTimeout(Duration.ofSeconds(5))
+            .allocator((kind, size, scope) -> {
+                if (size >= (1 << 20)) {
+                    largeFramesAllocated.incrementAndGet();
+                    // Never reserve what a hostile header claims, even when the check under test is missing.
+                    throw new UnsupportedOperationException("test allocator: no frames of " + size + " bytes");
+                }
+                return FrameAllocator.host().allocate(kind, size, scope);
+            })
             .build();
     final LinkedBlockingQueue<Throwable> readFailures = new LinkedBlockingQueue<>();
     CommListener listener;
@@ -108,16 +121,28 @@ abstract class HostileInputTest {
 
     /** Sends a hostile header after a real handshake and checks the listener's comm refused it. */
     void refusedAfterHandshake(byte[] header, String expected) throws Exception {
+        refusedAfterHandshake(expected, header);
+    }
+
+    /**
+     * Sends a hostile header in parts (each a message on {@code ucx://}, back to back on {@code tcp://})
+     * after a real handshake and checks the listener's comm refused it, allocated no large frame, and that
+     * the listener still serves.
+     */
+    void refusedAfterHandshake(String expected, byte[]... parts) throws Exception {
         long before = rssBytes();
         try (Raw r = raw(listener.address())) {
             r.handshake(options);
-            r.sendHeader(header);
+            for (byte[] part : parts) {
+                r.sendHeader(part);
+            }
             Throwable t = readFailures.poll(30, TimeUnit.SECONDS);
             assertTrue(t instanceof CommProtocolException, "expected a protocol error, got " + t);
             assertTrue(t.getMessage().contains(expected), t.getMessage());
         }
         long grown = rssBytes() - before;
         assertTrue(grown < (64L << 20), "resident memory grew by " + grown + " bytes");
+        assertEquals(0, largeFramesAllocated.get(), "frames of 1 MiB or more allocated for a refused message");
         stillServes();
     }
 
@@ -125,7 +150,7 @@ abstract class HostileInputTest {
      * Waits (30 s at most) for the listener's answer to hostile handshake bytes: a VERDICT that refuses. Then
      * the listener has read and judged them, and the raw connection may close.
      */
-    static void awaitRefusal(Raw r) throws Exception {
+    static Handshake.Verdict awaitRefusal(Raw r) throws Exception {
         byte[] record = CompletableFuture.supplyAsync(
                         () -> {
                             try {
@@ -140,10 +165,18 @@ abstract class HostileInputTest {
                 record.length > 8 && record[6] == Handshake.VERDICT,
                 "expected a VERDICT record, got " + record.length + " bytes of type "
                         + (record.length > 6 ? record[6] : -1));
-        assertNotEquals(
-                Handshake.Verdict.ACCEPTED,
-                Handshake.Verdict.of(record[8]),
-                "the listener accepted hostile handshake bytes");
+        Handshake.Verdict verdict = Handshake.Verdict.of(record[8]);
+        assertNotEquals(Handshake.Verdict.ACCEPTED, verdict, "the listener accepted hostile handshake bytes");
+        return verdict;
+    }
+
+    /** A handshake record with its 4-byte little-endian length in front, as the channels send it. */
+    static byte[] framed(byte[] record) {
+        return ByteBuffer.allocate(4 + record.length)
+                .order(ByteOrder.LITTLE_ENDIAN)
+                .putInt(record.length)
+                .put(record)
+                .array();
     }
 
     void stillServes() {
@@ -183,14 +216,22 @@ abstract class HostileInputTest {
     void wrongHandshakeVersion() throws Exception {
         byte[] hello = Handshake.hello(false, new byte[32], 1, "x", "y", null);
         hello[4] = 9; // version 9
-        byte[] framed = ByteBuffer.allocate(4 + hello.length)
-                .order(ByteOrder.LITTLE_ENDIAN)
-                .putInt(hello.length)
-                .put(hello)
-                .array();
         try (Raw r = raw(listener.address())) {
-            r.sendHandshakeBytes(framed);
+            r.sendHandshakeBytes(framed(hello));
             awaitRefusal(r);
+        }
+        stillServes();
+    }
+
+    @Test
+    void aBadProofGetsARefusingVerdict() throws Exception {
+        try (Raw r = raw(listener.address())) {
+            r.sendHandshakeBytes(framed(Handshake.hello(false, new byte[32], 1, "x", "y", null)));
+            assertEquals(Handshake.HELLO, r.receiveRecord()[6]);
+            assertEquals(Handshake.PROOF, r.receiveRecord()[6]);
+            // A 32-byte MAC where the listener, having no secret, expects an empty proof.
+            r.sendHandshakeBytes(framed(Handshake.proof(new byte[Handshake.MAC_BYTES])));
+            assertEquals(Handshake.Verdict.REFUSED_AUTH, awaitRefusal(r));
         }
         stillServes();
     }
@@ -203,6 +244,37 @@ abstract class HostileInputTest {
     @Test
     void frameClaiming2Pow62Bytes() throws Exception {
         refusedAfterHandshake(header(WireFormat.MAGIC, 1, 0, 0, 1, 1L << 62), "max-frame-size");
+    }
+
+    @Test
+    void theMostFramesOfLargeFramesAddingUpToMoreThanMaxMessageSize() throws Exception {
+        long[] sizes = new long[options.maxFrames()];
+        java.util.Arrays.fill(sizes, 16L << 30); // each within max-frame-size (64 GiB)
+        byte[] whole = header(WireFormat.MAGIC, 1, 0, 0, sizes.length, sizes);
+        // The fixed header, then the table: on ucx:// a table this large travels as a message of its own.
+        byte[] fixed = java.util.Arrays.copyOf(whole, WireFormat.HEADER_BYTES);
+        byte[] table = java.util.Arrays.copyOfRange(whole, WireFormat.HEADER_BYTES, whole.length);
+        refusedAfterHandshake(
+                sizes.length + " frames claims " + sizes.length * (16L << 30) + " bytes in all; max-message-size is "
+                        + options.maxMessageSize(),
+                fixed,
+                table);
+    }
+
+    @Test
+    void anAllocatorRefusingAFrameOfALargeTableFailsTheRead() throws Exception {
+        long[] sizes = new long[1000]; // a 16,000-byte table: on ucx:// a message of its own
+        java.util.Arrays.fill(sizes, 2L << 20); // 2 GB in all: within every limit, refused by the test allocator
+        byte[] whole = header(WireFormat.MAGIC, 1, 0, 0, sizes.length, sizes);
+        try (Raw r = raw(listener.address())) {
+            r.handshake(options);
+            r.sendHeader(java.util.Arrays.copyOf(whole, WireFormat.HEADER_BYTES));
+            r.sendHeader(java.util.Arrays.copyOfRange(whole, WireFormat.HEADER_BYTES, whole.length));
+            Throwable t = readFailures.poll(30, TimeUnit.SECONDS);
+            assertTrue(t != null, "the listener's comm read never failed");
+            assertTrue(t.getMessage().contains("test allocator: no frames of " + (2L << 20)), t.getMessage());
+        }
+        stillServes();
     }
 
     @Test

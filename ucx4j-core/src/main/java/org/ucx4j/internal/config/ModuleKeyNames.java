@@ -19,6 +19,7 @@ public final class ModuleKeyNames {
             "multi-buffer", "ucx4j-comm",
             "max-frames", "ucx4j-comm",
             "max-frame-size", "ucx4j-comm",
+            "max-message-size", "ucx4j-comm",
             "auth", "ucx4j-comm",
             "memory-pool", "ucx4j-cuda");
 
