@@ -102,7 +102,7 @@ final class ActiveMessages {
                     handler == null && id != SIMPLE_ID ? MemorySegment.NULL : Upcalls.AM_RECV);
             p.set(ADDRESS, Structs.offset(Structs.UCP_AM_HANDLER_PARAM, "arg"), Upcalls.userData(rt.id, id));
             int status = NativeCalls.callInt(() -> (byte) Ucp.worker_set_am_recv_handler.invokeExact(rt.handle, p));
-            if (status != 0) {
+            if (status != UcxStatus.OK.code()) {
                 throw UcxException.of("ucp_worker_set_am_recv_handler", status, "active message id " + id);
             }
         }

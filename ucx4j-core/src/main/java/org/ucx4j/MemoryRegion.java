@@ -110,7 +110,7 @@ public final class MemoryRegion implements AutoCloseable {
                     Structs.offset(Structs.UCP_MEM_ATTR, "field_mask"),
                     MEM_ATTR_FIELD_ADDRESS | MEM_ATTR_FIELD_LENGTH);
             status = NativeCalls.callInt(() -> (byte) Ucp.mem_query.invokeExact(memh, attr));
-            if (status != 0) {
+            if (status != UcxStatus.OK.code()) {
                 unmap(contextHandle, memh);
                 throw UcxException.of("ucp_mem_query", status, "after allocating " + size + " bytes");
             }

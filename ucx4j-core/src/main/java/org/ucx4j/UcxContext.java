@@ -358,7 +358,7 @@ public final class UcxContext implements AutoCloseable {
     }
 
     static void check(int status, String call, String detail) {
-        if (status != 0) {
+        if (status != UcxStatus.OK.code()) {
             throw UcxException.of(call, status, detail);
         }
     }
@@ -488,7 +488,8 @@ public final class UcxContext implements AutoCloseable {
                     for (Map.Entry<String, String> e : defaults.entrySet()) {
                         MemorySegment k = arena.allocateFrom(e.getKey());
                         MemorySegment v = arena.allocateFrom(e.getValue());
-                        if (NativeCalls.callInt(() -> (byte) Ucp.config_modify.invokeExact(config, k, v)) == 0) {
+                        if (NativeCalls.callInt(() -> (byte) Ucp.config_modify.invokeExact(config, k, v))
+                                == UcxStatus.OK.code()) {
                             options.put(e.getKey(), e.getValue()); // an option older UCX lacks is skipped
                         }
                     }

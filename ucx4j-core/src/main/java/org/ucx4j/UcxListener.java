@@ -87,7 +87,7 @@ public final class UcxListener implements AutoCloseable {
             MemorySegment attr = arena.allocate(Structs.UCP_CONN_REQUEST_ATTR);
             attr.set(JAVA_LONG, 0, CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR);
             int status = NativeCalls.callInt(() -> (byte) Ucp.conn_request_query.invokeExact(connRequest, attr));
-            if (status == 0) {
+            if (status == UcxStatus.OK.code()) {
                 client = Sockaddrs.read(attr.asSlice(Structs.offset(Structs.UCP_CONN_REQUEST_ATTR, "client_address")));
             }
         } catch (RuntimeException e) {
@@ -124,7 +124,7 @@ public final class UcxListener implements AutoCloseable {
 
     void reject(MemorySegment connRequest) {
         int status = NativeCalls.callInt(() -> (byte) Ucp.listener_reject.invokeExact(handle, connRequest));
-        if (status != 0) {
+        if (status != UcxStatus.OK.code()) {
             LOG.warn("ucp_listener_reject failed with status {}", status);
         }
     }

@@ -92,7 +92,9 @@ public final class UcxWorker implements AutoCloseable {
             MemorySegment attr = arena.allocate(Structs.UCP_WORKER_ATTR);
             attr.set(JAVA_LONG, 0, WORKER_ATTR_FIELD_MAX_AM_HEADER);
             int status = NativeCalls.callInt(() -> (byte) Ucp.worker_query.invokeExact(rt.handle, attr));
-            return status == 0 ? attr.get(JAVA_LONG, Structs.offset(Structs.UCP_WORKER_ATTR, "max_am_header")) : 0;
+            return status == UcxStatus.OK.code()
+                    ? attr.get(JAVA_LONG, Structs.offset(Structs.UCP_WORKER_ATTR, "max_am_header"))
+                    : 0;
         }
     }
 
@@ -324,7 +326,7 @@ public final class UcxWorker implements AutoCloseable {
                 MemorySegment attr = arena.allocate(Structs.UCP_WORKER_ATTR);
                 attr.set(JAVA_LONG, 0, WORKER_ATTR_FIELD_ADDRESS);
                 int status = NativeCalls.callInt(() -> (byte) Ucp.worker_query.invokeExact(rt.handle, attr));
-                if (status != 0) {
+                if (status != UcxStatus.OK.code()) {
                     throw UcxException.of("ucp_worker_query", status, "worker address of " + name);
                 }
                 MemorySegment addr = attr.get(ADDRESS, Structs.offset(Structs.UCP_WORKER_ATTR, "address"));

@@ -167,7 +167,7 @@ final class WorkerConnections {
             MemorySegment out = arena.allocate(ADDRESS);
             int status = NativeCalls.callInt(() -> (byte) Ucp.listener_create.invokeExact(rt.handle, params, out));
             String where = bind.getAddress().getHostAddress() + ":" + bind.getPort();
-            if (status != 0) {
+            if (status != UcxStatus.OK.code()) {
                 String detail = status == UcxStatus.BUSY.code()
                         ? "cannot listen on " + where + ": address already in use"
                         : "cannot listen on " + where;
@@ -178,7 +178,7 @@ final class WorkerConnections {
             attr.set(JAVA_LONG, 0, LISTENER_ATTR_FIELD_SOCKADDR);
             InetSocketAddress bound = bind;
             status = NativeCalls.callInt(() -> (byte) Ucp.listener_query.invokeExact(handle, attr));
-            if (status == 0) {
+            if (status == UcxStatus.OK.code()) {
                 bound = Sockaddrs.read(attr.asSlice(Structs.offset(Structs.UCP_LISTENER_ATTR, "sockaddr")));
             }
             UcxListener listener = new UcxListener(worker, handle, slot, bound, handler);
@@ -219,7 +219,7 @@ final class WorkerConnections {
                     ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.arg"), Upcalls.userData(rt.id, slot));
             MemorySegment out = arena.allocate(ADDRESS);
             int status = NativeCalls.callInt(() -> (byte) Ucp.ep_create.invokeExact(rt.handle, params, out));
-            if (status != 0) {
+            if (status != UcxStatus.OK.code()) {
                 throw UcxException.of(call, status, peer == null ? null : "peer " + peer);
             }
             UcxEndpoint ep = new UcxEndpoint(worker, rt, out.get(ADDRESS, 0), slot, peer, errorHandler);
