@@ -31,7 +31,7 @@
 #
 # Environment (defaults for MEMORY=cuda; MEMORY=host: 10, 200, 2000, 10, 10, 0.5):
 #   MEMORY=cuda|host  ROUNDS=3  SERVER_GPU=0  CLIENT_GPU=0  PEH="on off"  ONLY="row ids"
-#   BW_ITERS=1000 (64 MiB)  MID_ITERS=10000 (1 MiB)  LAT_ITERS=1000 (8 B)  COMM_ITERS=1000 (comm_ucx)
+#   BW_ITERS=10000 (64 MiB)  MID_ITERS=10000 (1 MiB)  LAT_ITERS=1000 (8 B)  COMM_ITERS=10000 (comm_ucx)
 #   COMM_TCP_ITERS=50  WARMUP_TIME=1 (ucx4j --warmup-time)  WINDOW (ucx4j --window; default its own)
 #   DEADLINE (seconds: start no run after it, nor a round that would end after it)
 #   BENCH_RUN_TIMEOUT=90 (seconds per run)  UCX4J (the command, default bin/ucx4j)
@@ -55,8 +55,11 @@ if [ "$MEMORY" = host ]; then
     COMM_ITERS=${COMM_ITERS:-10} COMM_TCP_ITERS=${COMM_TCP_ITERS:-10} WARMUP_TIME=${WARMUP_TIME:-0.5}
     CUDA_UCX_ENV=${CUDA_UCX_ENV:-}
 else
-    BW_ITERS=${BW_ITERS:-1000} MID_ITERS=${MID_ITERS:-10000} LAT_ITERS=${LAT_ITERS:-1000}
-    COMM_ITERS=${COMM_ITERS:-1000} COMM_TCP_ITERS=${COMM_TCP_ITERS:-50} WARMUP_TIME=${WARMUP_TIME:-1}
+    # 64 MiB at ~1.3 TB/s: 10,000 messages are a 0.5 s window. With 1,000 (50 ms) one stall of the JVM
+    # (a GC, a JIT deoptimisation) moved ucx4j's figure between 0.58x and 0.99x ucx_perftest from run to
+    # run of the same jars while ucx_perftest's stayed within 1% (docs/BENCHMARKS.md, session 6).
+    BW_ITERS=${BW_ITERS:-10000} MID_ITERS=${MID_ITERS:-10000} LAT_ITERS=${LAT_ITERS:-1000}
+    COMM_ITERS=${COMM_ITERS:-10000} COMM_TCP_ITERS=${COMM_TCP_ITERS:-50} WARMUP_TIME=${WARMUP_TIME:-1}
     # ucx4j's CUDA defaults (two of UCXX's three: not MEMTYPE_CACHE=n, docs/GPU.md): here for both tools.
     CUDA_UCX_ENV=${CUDA_UCX_ENV-UCX_RNDV_THRESH=8192 UCX_RNDV_FRAG_MEM_TYPE=cuda}
 fi
