@@ -1,5 +1,6 @@
 package org.ucx4j.cuda;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.HashMap;
@@ -34,6 +35,11 @@ final class CudaSpillMemory implements SpillMemory {
     public Block allocateDevice(long bytes) {
         DeviceMemory m = pool.tryAllocate(bytes);
         return m == null ? null : new DeviceBlock(m);
+    }
+
+    @Override
+    public MemorySegment allocateDevice(long bytes, Arena scope) {
+        return pool.tryAllocate(bytes, scope);
     }
 
     static Block wrap(DeviceMemory memory) {

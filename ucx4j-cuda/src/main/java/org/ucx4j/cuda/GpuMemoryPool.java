@@ -171,12 +171,27 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
      */
     @Override
     public MemorySegment allocate(long byteSize, Arena scope) {
+        return allocate(byteSize, scope, false);
+    }
+
+    /**
+     * Allocates as {@link #allocate(long, Arena)} does, but answers "no room" with null (see
+     * {@link #tryAllocate(long)}).
+     */
+    MemorySegment tryAllocate(long byteSize, Arena scope) {
+        return allocate(byteSize, scope, true);
+    }
+
+    private MemorySegment allocate(long byteSize, Arena scope, boolean orNull) {
         if (byteSize == 0) {
             return CudaLinker.view(0, 0, scope);
         }
         Range r;
         synchronized (this) {
-            r = take(byteSize, false);
+            r = take(byteSize, orNull);
+        }
+        if (r == null) {
+            return null;
         }
         try {
             return CudaLinker.view(r.slab.base + r.offset, byteSize, scope, seg -> release(r, null));

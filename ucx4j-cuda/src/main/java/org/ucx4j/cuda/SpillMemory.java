@@ -1,5 +1,6 @@
 package org.ucx4j.cuda;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -18,6 +19,15 @@ interface SpillMemory extends AutoCloseable {
      * @return the memory, or null when there is no room now (the store spills and tries again)
      */
     Block allocateDevice(long bytes);
+
+    /**
+     * Allocates device-tier memory that lives until {@code scope} closes.
+     *
+     * @param bytes the size (0 gives an empty segment)
+     * @param scope the arena
+     * @return the memory, or null when there is no room now
+     */
+    MemorySegment allocateDevice(long bytes, Arena scope);
 
     /**
      * Allocates host-tier memory.

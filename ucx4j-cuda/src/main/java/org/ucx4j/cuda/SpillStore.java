@@ -6,6 +6,7 @@ import static java.nio.file.StandardOpenOption.WRITE;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -17,10 +18,13 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.event.Level;
 import org.ucx4j.ConfigKey;
+import org.ucx4j.MemoryKind;
+import org.ucx4j.MemoryProvider;
 import org.ucx4j.UcxConfig;
 
 /**
@@ -44,6 +48,10 @@ import org.ucx4j.UcxConfig;
  * directory and the cause, before that operation has done anything; the buffer being moved stays whole where
  * it was. The device bytes come back exactly as they were spilled.
  *
+ * <p>The store is also a {@link MemoryProvider} ({@link #allocate(long, Arena)}): device memory for UCX to
+ * receive into ({@code AmAllocator.of(store)}, ucx4j-comm's {@code FrameAllocator.host().with(store)}) comes
+ * from the store's pool and, when the pool has no room, makes room by spilling the store's buffers.
+ *
  * <p>Counters ({@link #statistics()}) count bytes, buffers and time per tier and direction; with
  * {@code log-spilling} each move is logged at INFO (else DEBUG): buffer, bytes, tiers, reason, time, speed.
  *
@@ -56,7 +64,7 @@ import org.ucx4j.UcxConfig;
  * and file I/O of a spill run under it, so spills and unspills happen one at a time. Threads that work on
  * acquired buffers are not held up by spills of others. The lock is never held while user code runs.
  */
-public final class SpillStore implements AutoCloseable {
+public final class SpillStore implements MemoryProvider, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SpillStore.class);
     private static final long IO_CHUNK = 64L << 20;
     private static final String SPILL_SUFFIX = ".spill";
@@ -295,9 +303,66 @@ public final class SpillStore implements AutoCloseable {
         }
     }
 
+    /**
+     * Device memory that is not a buffer of the store, from the store's pool, spilling buffers just in time
+     * when the pool has no room: so that memory UCX receives into (active messages with
+     * {@code AmAllocator.of(store)}, comm frames with {@code FrameAllocator.host().with(store)}) makes room
+     * by spilling rather than failing. The memory itself is never spilled and does not count toward the
+     * device limit; it goes back to the pool when {@code scope} closes. A spill to make room runs on the
+     * calling thread (for active messages, the worker's progress thread) and takes the time of its copy.
+     *
+     * @param byteSize the size
+     * @param scope the arena that owns the memory
+     * @return device memory of exactly {@code byteSize} bytes
+     * @throws CudaException when the pool has no room even after spilling every buffer not in use
+     * @throws UncheckedIOException when a spill needed to make room failed
+     * @throws IllegalStateException when the store is closed
+     */
+    @Override
+    public MemorySegment allocate(long byteSize, Arena scope) {
+        if (byteSize < 0) {
+            throw new IllegalArgumentException("negative size " + byteSize);
+        }
+        synchronized (lock) {
+            ensureOpen();
+            return byteSize == 0
+                    ? memory.allocateDevice(0, scope)
+                    : justInTime(
+                            byteSize,
+                            "allocate(" + byteSize + ", arena)",
+                            () -> memory.allocateDevice(byteSize, scope));
+        }
+    }
+
+    /**
+     * The kind of the memory {@link #allocate(long, Arena)} gives.
+     *
+     * @return {@link MemoryKind#CUDA}
+     */
+    @Override
+    public MemoryKind kind() {
+        return MemoryKind.CUDA;
+    }
+
+    /**
+     * Copies between device and host memory (see {@link Cuda#copy(MemorySegment, MemorySegment)}).
+     *
+     * @param dst where to copy to
+     * @param src what to copy
+     */
+    @Override
+    public void copy(MemorySegment dst, MemorySegment src) {
+        memory.copy(dst, src);
+    }
+
     /** Lock held: device memory for a buffer, spilling one more buffer each time the pool has no room. */
     private SpillMemory.Block allocateDevice(long byteSize, String why) {
-        SpillMemory.Block block = memory.allocateDevice(byteSize);
+        return justInTime(byteSize, why, () -> memory.allocateDevice(byteSize));
+    }
+
+    /** Lock held: tries an allocation, spilling one more buffer each time it finds no room. */
+    private <T> T justInTime(long byteSize, String why, Supplier<T> attempt) {
+        T block = attempt.get();
         while (block == null) {
             SpillableBuffer victim = leastRecentlyUsedIdle();
             if (victim == null) {
@@ -308,7 +373,7 @@ public final class SpillStore implements AutoCloseable {
             }
             spillToHost(victim, "just in time");
             justInTime++;
-            block = memory.allocateDevice(byteSize);
+            block = attempt.get();
         }
         return block;
     }

@@ -30,6 +30,15 @@ final class HostSpillMemory implements SpillMemory {
         return new ArenaBlock(bytes, deviceUsed);
     }
 
+    @Override
+    public MemorySegment allocateDevice(long bytes, Arena scope) {
+        if (deviceUsed.addAndGet(bytes) > deviceCapacity) {
+            deviceUsed.addAndGet(-bytes);
+            return null;
+        }
+        return scope.allocate(Math.max(1, bytes), 64).reinterpret(bytes, scope, s -> deviceUsed.addAndGet(-bytes));
+    }
+
     /** A "device" block from outside the store's allocations, for {@link SpillStore#put}. */
     Block deviceBlock(long bytes) {
         Block b = allocateDevice(bytes);

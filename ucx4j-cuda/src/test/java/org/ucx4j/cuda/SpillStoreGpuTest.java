@@ -125,6 +125,14 @@ class SpillStoreGpuTest {
             assertArrayEquals(fifthData, read(fifth));
             assertTrue(store.statistics().justInTimeSpills() >= 4);
             assertTrue(pool.usedBytes() <= 16 * MIB);
+            // Memory for UCX to receive into (AmAllocator.of(store)) makes room the same way.
+            long before = store.statistics().justInTimeSpills();
+            try (Arena arena = Arena.ofShared()) {
+                MemorySegment frame = store.allocate(8 * MIB, arena);
+                assertEquals(Cuda.device(0), Cuda.deviceOf(frame).orElseThrow());
+                assertTrue(store.statistics().justInTimeSpills() >= before + 2);
+            }
+            assertArrayEquals(fifthData, read(fifth));
         }
     }
 

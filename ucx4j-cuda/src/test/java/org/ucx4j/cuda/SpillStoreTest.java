@@ -231,6 +231,31 @@ class SpillStoreTest {
     }
 
     @Test
+    void memoryForUcxToReceiveIntoMakesRoomBySpilling() {
+        SpillStore s = store(3 * MIB, 10 * MIB, 100 * MIB);
+        SpillableBuffer a = s.allocate(MIB);
+        byte[] data = fill(a, 8);
+        s.allocate(MIB);
+        s.allocate(MIB);
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment frame = s.allocate(2 * MIB, arena); // as AmAllocator.of(store) would
+            assertEquals(2 * MIB, frame.byteSize());
+            assertEquals(2, s.statistics().justInTimeSpills());
+            assertEquals(3 * MIB, memory.deviceUsed.get());
+            assertEquals(SpillTier.HOST, a.tier());
+            assertThrows(CudaException.class, () -> {
+                try (SpillableBuffer.Access held = s.allocate(MIB).acquire()) {
+                    s.allocate(MIB, arena); // full: the frame and one buffer in use
+                }
+            });
+        }
+        assertEquals(MIB, memory.deviceUsed.get(), "the frame went back when its arena closed");
+        assertEquals(0, s.allocate(0, Arena.global()).byteSize());
+        assertArrayEquals(data, read(a));
+        assertEquals(org.ucx4j.MemoryKind.CUDA, s.kind());
+    }
+
+    @Test
     void putTakesOwnershipAndSpillsTheMemory() {
         SpillStore s = store(100 * MIB, 2 * MIB, 100 * MIB);
         SpillMemory.Block block = memory.deviceBlock(MIB);
