@@ -715,7 +715,8 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
 
         /**
          * Reads {@code device-memory-limit}, {@code memory-limit}, {@code local-directory} and
-         * {@code log-spilling} from a configuration (keys it leaves unset keep what this builder has).
+         * {@code log-spilling} from a configuration (keys it leaves unset keep what this builder has, and
+         * {@code log-spilling: false}, its default, does not turn off what {@link #logSpilling} turned on).
          *
          * @param config the configuration
          * @return this builder
@@ -726,7 +727,7 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
                     .ifPresent(t -> deviceLimit = parse(config, CudaKeys.DEVICE_MEMORY_LIMIT, t));
             config.find(CudaKeys.MEMORY_LIMIT).ifPresent(t -> hostLimit = parse(config, CudaKeys.MEMORY_LIMIT, t));
             config.find(CudaKeys.LOCAL_DIRECTORY).ifPresent(t -> localDirectory = Path.of(t));
-            logSpilling = config.get(CudaKeys.LOG_SPILLING);
+            logSpilling |= config.get(CudaKeys.LOG_SPILLING);
             return this;
         }
 
