@@ -464,6 +464,19 @@ class SpillStoreTest {
     }
 
     @Test
+    void pinnedHostBlocksComeInSizeClassesOfAtMostAQuarterSlack() {
+        assertEquals(4096, CudaSpillMemory.sizeClass(1));
+        assertEquals(4096, CudaSpillMemory.sizeClass(4096));
+        assertEquals(1L << 30, CudaSpillMemory.sizeClass(1L << 30), "1 GiB spills into exactly 1 GiB");
+        Random r = new Random(3);
+        for (int i = 0; i < 10_000; i++) {
+            long n = 4097 + (r.nextLong() & ((1L << 40) - 1));
+            long c = CudaSpillMemory.sizeClass(n);
+            assertTrue(c >= n && c <= n + n / 4 + 1, n + " -> " + c);
+        }
+    }
+
+    @Test
     void badSizesAreRefused() {
         SpillStore s = store(100 * MIB, MIB, MIB);
         assertThrows(IllegalArgumentException.class, () -> s.allocate(0));
