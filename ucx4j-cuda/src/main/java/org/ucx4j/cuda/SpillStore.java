@@ -269,24 +269,19 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         }
     }
 
-    /** Lock held: frees a buffer wherever it is, even in use (the store closing). */
+    /**
+     * Lock held: frees a buffer wherever it is, even in use (the store closing). When the memory cannot be
+     * freed (another thread is inside a call on the segment right now) nothing changes.
+     */
     private void discard(SpillableBuffer b) {
-        b.closed = true;
-        addBytes(b.tier, -b.byteSize());
         switch (b.tier) {
-            case DEVICE -> {
-                onDevice.remove(b);
-                b.device.close();
-            }
-            case HOST -> {
-                onHost.remove(b);
-                b.host.close();
-            }
-            case DISK -> {
-                onDisk.remove(b);
-                deleteFile(b.file);
-            }
+            case DEVICE -> b.device.close();
+            case HOST -> b.host.close();
+            case DISK -> deleteFile(b.file);
         }
+        (b.tier == SpillTier.DEVICE ? onDevice : b.tier == SpillTier.HOST ? onHost : onDisk).remove(b);
+        addBytes(b.tier, -b.byteSize());
+        b.closed = true;
         b.device = null;
         b.host = null;
         b.file = null;
