@@ -60,9 +60,11 @@ import org.ucx4j.UcxConfig;
  * {@link SpillableBuffer} handle and the store. The {@link GpuMemoryPool} stays the caller's: close the store
  * before the pool.
  *
- * <p>Threading: safe from any thread. One lock orders every move and every change of a buffer's place; copies
- * and file I/O of a spill run under it, so spills and unspills happen one at a time. Threads that work on
- * acquired buffers are not held up by spills of others. The lock is never held while user code runs.
+ * <p>Threading: safe from any thread, virtual threads included. One lock orders every move and every change of
+ * a buffer's place; copies and file I/O of a spill run under it, so spills and unspills happen one at a time,
+ * and {@code allocate}, {@code put}, {@code acquire} and closing an access wait for a move in progress.
+ * Threads working on buffers they have acquired are not held up. The lock is never held while user code
+ * runs.
  */
 public final class SpillStore implements MemoryProvider, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SpillStore.class);
