@@ -149,6 +149,14 @@ final class BenchCommand implements Callable<Integer> {
             description = "With --memory cuda: the GPU of the server this command starts (default: --gpu).")
     private Integer peerGpu;
 
+    @Option(
+            names = "--spill",
+            description =
+                    "Measure ucx4j-cuda's spill store instead: a buffer of --size bytes on --gpu spilled to pinned "
+                            + "host memory and brought back, against cuMemcpy between device and pinned host memory, "
+                            + "alternating --iters rounds (default 5) in this process; prints both and the ratio.")
+    private boolean spill;
+
     @Option(names = "--exit-with-parent", hidden = true, description = "Server: exit when the parent process exits.")
     private boolean exitWithParent;
 
@@ -175,6 +183,18 @@ final class BenchCommand implements Callable<Integer> {
         if (gpu < 0 || (peerGpu != null && peerGpu < 0)) {
             throw new CommandLine.ParameterException(
                     spec.commandLine(), "--gpu and --peer-gpu are CUDA ordinals (0 or more)");
+        }
+        if (spill) {
+            if (comm != null || op != null || server || connect != null) {
+                throw new CommandLine.ParameterException(
+                        spec.commandLine(),
+                        "--spill runs in this process alone: no --comm, --op, --server or --connect");
+            }
+            if (!Cuda.isAvailable()) {
+                System.err.println("--spill: " + Cuda.unavailabilityReason().orElse("CUDA is not available"));
+                return Main.EXIT_UCX_UNAVAILABLE;
+            }
+            return SpillBench.run(gpu, size, iterations == null ? 5 : iterations, output.json, System.out);
         }
         BenchMemory.use(kind, gpu, peerGpu == null ? gpu : peerGpu);
         if (comm != null) {

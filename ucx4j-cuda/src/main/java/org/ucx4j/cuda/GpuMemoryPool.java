@@ -89,7 +89,7 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
         GpuMemoryPool pool = new GpuMemoryPool(device, slab, maximumSize);
         if (initialSize > 0) {
             synchronized (pool) {
-                pool.addSlab(Math.min(slab, maximumSize));
+                pool.addSlab(Math.min(slab, maximumSize), false);
             }
         }
         return pool;
@@ -127,11 +127,32 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
      * @throws IllegalStateException when the pool is closed
      */
     public DeviceMemory allocate(long bytes) {
+        DeviceMemory m = allocate(bytes, false);
+        assert m != null;
+        return m;
+    }
+
+    /**
+     * Allocates as {@link #allocate(long)} does, but answers "no room" (the maximum reached, or the device
+     * out of memory when growing) with null instead of an exception: the {@link SpillStore} then spills and
+     * tries again.
+     *
+     * @param bytes the size
+     * @return the memory, owned by the caller, or null when the pool has no room for it
+     */
+    DeviceMemory tryAllocate(long bytes) {
+        return allocate(bytes, true);
+    }
+
+    private DeviceMemory allocate(long bytes, boolean orNull) {
         if (bytes == 0) {
             return new DeviceMemory(device, 0, 0, null);
         }
         synchronized (this) {
-            Range r = take(bytes);
+            Range r = take(bytes, orNull);
+            if (r == null) {
+                return null;
+            }
             DeviceMemory m = new DeviceMemory(device, r.slab.base + r.offset, r.size, mem -> release(r, mem));
             outstanding.add(m);
             return m;
@@ -150,12 +171,27 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
      */
     @Override
     public MemorySegment allocate(long byteSize, Arena scope) {
+        return allocate(byteSize, scope, false);
+    }
+
+    /**
+     * Allocates as {@link #allocate(long, Arena)} does, but answers "no room" with null (see
+     * {@link #tryAllocate(long)}).
+     */
+    MemorySegment tryAllocate(long byteSize, Arena scope) {
+        return allocate(byteSize, scope, true);
+    }
+
+    private MemorySegment allocate(long byteSize, Arena scope, boolean orNull) {
         if (byteSize == 0) {
             return CudaLinker.view(0, 0, scope);
         }
         Range r;
         synchronized (this) {
-            r = take(byteSize);
+            r = take(byteSize, orNull);
+        }
+        if (r == null) {
+            return null;
         }
         try {
             return CudaLinker.view(r.slab.base + r.offset, byteSize, scope, seg -> release(r, null));
@@ -187,8 +223,11 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
         Cuda.copy(dst, src);
     }
 
-    /** Lock held: a best-fit free range, growing the pool by a slab when none fits. */
-    private Range take(long bytes) {
+    /**
+     * Lock held: a best-fit free range, growing the pool by a slab when none fits; when there is no room,
+     * null if {@code orNull}, else a {@link CudaException}.
+     */
+    private Range take(long bytes, boolean orNull) {
         if (bytes < 0) {
             throw new IllegalArgumentException("negative size " + bytes);
         }
@@ -212,9 +251,15 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
             long grow = Math.max(slabSize, roundUp(size, SLAB_GRANULE));
             long room = maximumSize - reserved;
             if (room < size) {
+                if (orNull) {
+                    return null;
+                }
                 throw exhausted(bytes);
             }
-            best = addSlab(Math.min(grow, room));
+            best = addSlab(Math.min(grow, room), orNull);
+            if (best == null) {
+                return null;
+            }
             bestOffset = 0;
             bestLength = best.size;
         }
@@ -240,11 +285,14 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
                 + maximumSize);
     }
 
-    private Slab addSlab(long size) {
+    private Slab addSlab(long size, boolean orNull) {
         device.makeCurrent();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(JAVA_LONG);
             int rc = (int) CudaDriver.cuMemAlloc.invokeExact(out, size);
+            if (rc == CudaDriver.ERROR_OUT_OF_MEMORY && orNull) {
+                return null;
+            }
             if (rc == CudaDriver.ERROR_OUT_OF_MEMORY) {
                 throw new CudaException(
                         "GPU memory pool on cuda:" + device.ordinal() + " cannot grow by " + size

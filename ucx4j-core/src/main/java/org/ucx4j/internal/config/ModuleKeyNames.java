@@ -21,7 +21,11 @@ public final class ModuleKeyNames {
             "max-frame-size", "ucx4j-comm",
             "max-message-size", "ucx4j-comm",
             "auth", "ucx4j-comm",
-            "memory-pool", "ucx4j-cuda");
+            "memory-pool", "ucx4j-cuda",
+            "device-memory-limit", "ucx4j-cuda",
+            "memory-limit", "ucx4j-cuda",
+            "local-directory", "ucx4j-cuda",
+            "log-spilling", "ucx4j-cuda");
 
     private ModuleKeyNames() {}
 

@@ -1,0 +1,837 @@
+package org.ucx4j.cuda;
+
+import static java.nio.file.StandardOpenOption.CREATE_NEW;
+import static java.nio.file.StandardOpenOption.READ;
+import static java.nio.file.StandardOpenOption.WRITE;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.event.Level;
+import org.ucx4j.ConfigKey;
+import org.ucx4j.MemoryKind;
+import org.ucx4j.MemoryProvider;
+import org.ucx4j.UcxConfig;
+
+/**
+ * A store of GPU buffers that spills them, least recently used first, from the device to pinned host memory
+ * and from there to disk, and brings them back to the device when they are used: Dask-CUDA's device -> host
+ * -> disk spilling, for the JVM.
+ *
+ * <p>When buffers move: a buffer comes in ({@link #allocate(long)}, {@link #put(DeviceMemory)}) or comes back
+ * ({@link SpillableBuffer#acquire()}) only after the store has made room for it under the device limit
+ * ({@code device-memory-limit}, default 80% of the GPU) by spilling the least recently used buffers not in
+ * use; a buffer going to host memory first makes room under the host limit ({@code memory-limit}) by writing
+ * the least recently used host buffers to files under {@code local-directory}. And "just in time": when the
+ * {@link GpuMemoryPool} has no room for a buffer (its maximum reached, or the device full because of memory
+ * outside the store), the store spills one buffer more and tries again, until the allocation succeeds or
+ * every buffer not in use is spilled. Limits count the buffers' sizes; what other users of the pool or the
+ * GPU hold shows only through failed allocations. Buffers in use (acquired) are never spilled; when they
+ * alone pass a limit, the tier stays over it until they are released and something new comes in.
+ *
+ * <p>Failures lose nothing: a spill that cannot be written (a full disk, a missing or unwritable directory)
+ * or read back fails the operation that needed it with an {@link UncheckedIOException} that names the
+ * directory and the cause, before that operation has done anything; the buffer being moved stays whole where
+ * it was. The device bytes come back exactly as they were spilled.
+ *
+ * <p>The store is also a {@link MemoryProvider} ({@link #allocate(long, Arena)}): device memory for UCX to
+ * receive into ({@code AmAllocator.of(store)}, ucx4j-comm's {@code FrameAllocator.host().with(store)}) comes
+ * from the store's pool and, when the pool has no room, makes room by spilling the store's buffers.
+ *
+ * <p>Counters ({@link #statistics()}) count bytes, buffers and time per tier and direction; with
+ * {@code log-spilling} each move is logged at INFO (else DEBUG): buffer, bytes, tiers, reason, time, speed.
+ *
+ * <p>Ownership: the store owns the memory of every buffer in it and the files it writes (in a directory of
+ * its own under {@code local-directory}, deleted on {@link #close()}); the caller owns each
+ * {@link SpillableBuffer} handle and the store. The {@link GpuMemoryPool} stays the caller's: close the store
+ * before the pool.
+ *
+ * <p>Threading: safe from any thread, virtual threads included. One lock orders every move and every change of
+ * a buffer's place; copies and file I/O of a spill run under it, so spills and unspills happen one at a time,
+ * and {@code allocate}, {@code put}, {@code acquire} and closing an access wait for a move in progress.
+ * Threads working on buffers they have acquired are not held up. The lock is never held while user code
+ * runs.
+ */
+public final class SpillStore implements MemoryProvider, AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(SpillStore.class);
+    private static final long IO_CHUNK = 64L << 20;
+    private static final String SPILL_SUFFIX = ".spill";
+
+    private final SpillMemory memory;
+    private final GpuMemoryPool pool;
+    private final long deviceLimit;
+    private final long hostLimit;
+    private final Path localDirectory;
+    private final boolean logSpilling;
+
+    private final Object lock = new Object();
+    // Least recently used first.
+    private final LinkedHashSet<SpillableBuffer> onDevice = new LinkedHashSet<>();
+    private final LinkedHashSet<SpillableBuffer> onHost = new LinkedHashSet<>();
+    private final LinkedHashSet<SpillableBuffer> onDisk = new LinkedHashSet<>();
+    private final Map<SpillTier, Long> bytes = new EnumMap<>(SpillTier.class);
+    private SpillStatistics.Moves deviceToHost = SpillStatistics.Moves.NONE;
+    private SpillStatistics.Moves hostToDisk = SpillStatistics.Moves.NONE;
+    private SpillStatistics.Moves hostToDevice = SpillStatistics.Moves.NONE;
+    private SpillStatistics.Moves diskToDevice = SpillStatistics.Moves.NONE;
+    private long justInTime;
+    private long failed;
+    private long nextId;
+    private Path spillDirectory;
+    private SpillableBuffer returning;
+    private boolean closed;
+
+    private SpillStore(
+            SpillMemory memory,
+            GpuMemoryPool pool,
+            long deviceLimit,
+            long hostLimit,
+            Path localDirectory,
+            boolean logSpilling) {
+        this.memory = memory;
+        this.pool = pool;
+        this.deviceLimit = deviceLimit;
+        this.hostLimit = hostLimit;
+        this.localDirectory = localDirectory;
+        this.logSpilling = logSpilling;
+        for (SpillTier t : SpillTier.values()) {
+            bytes.put(t, 0L);
+        }
+    }
+
+    /**
+     * A store over a pool, with its limits, directory and logging from a configuration
+     * ({@code device-memory-limit}, {@code memory-limit}, {@code local-directory}, {@code log-spilling}).
+     *
+     * @param pool the GPU memory pool buffers are allocated from and come back to
+     * @param config the configuration
+     * @return the store, owned by the caller
+     * @throws IllegalArgumentException when a key's value is not valid (naming the key and where it came from)
+     */
+    public static SpillStore create(GpuMemoryPool pool, UcxConfig config) {
+        return builder(pool).config(config).build();
+    }
+
+    /**
+     * A builder for a store over a pool; unset limits are Dask-CUDA's defaults.
+     *
+     * @param pool the GPU memory pool buffers are allocated from and come back to
+     * @return a new builder
+     */
+    public static Builder builder(GpuMemoryPool pool) {
+        return new Builder(Objects.requireNonNull(pool, "pool"));
+    }
+
+    /** A builder without a pool, for {@link Builder#build(SpillMemory)}: tests without a GPU. */
+    static Builder builder() {
+        return new Builder(null);
+    }
+
+    /**
+     * Allocates a buffer of device memory in the store, making room first (see the class comment).
+     *
+     * @param byteSize the size, at least 1; the contents are undefined until written
+     * @return the buffer, on the device, not acquired; owned by the caller
+     * @throws IllegalArgumentException when {@code byteSize} is below 1
+     * @throws IllegalStateException when the store is closed
+     * @throws CudaException when the device has no room even after spilling every buffer not in use
+     * @throws UncheckedIOException when a spill needed to make room failed; nothing was allocated
+     */
+    public SpillableBuffer allocate(long byteSize) {
+        if (byteSize < 1) {
+            throw new IllegalArgumentException("a spillable buffer of " + byteSize + " bytes (need at least 1)");
+        }
+        synchronized (lock) {
+            ensureOpen();
+            makeDeviceRoom(byteSize);
+            return add(byteSize, allocateDevice(byteSize, "allocate"));
+        }
+    }
+
+    /**
+     * Hands device memory to the store, which then owns it: it is freed (or returned to its pool) when the
+     * buffer is spilled or closed, and a buffer brought back gets memory from the store's pool.
+     *
+     * @param deviceMemory open memory on the pool's GPU, of at least 1 byte, that nothing else uses any more
+     * @return the buffer, on the device, not acquired; owned by the caller
+     * @throws IllegalArgumentException when the memory is empty, closed or of another GPU
+     * @throws IllegalStateException when the store is closed
+     * @throws UncheckedIOException when a spill needed to make room failed: the caller still owns
+     *     {@code deviceMemory}
+     */
+    public SpillableBuffer put(DeviceMemory deviceMemory) {
+        if (!deviceMemory.isOpen() || deviceMemory.byteSize() < 1) {
+            throw new IllegalArgumentException("cannot store " + deviceMemory + ": it is empty or closed");
+        }
+        if (pool != null && deviceMemory.device() != pool.device()) {
+            throw new IllegalArgumentException("cannot store " + deviceMemory + " in a store that spills for cuda:"
+                    + pool.device().ordinal() + " (it would come back on that GPU)");
+        }
+        return put(CudaSpillMemory.wrap(deviceMemory), deviceMemory.byteSize());
+    }
+
+    /** Takes a device block into the store, room made first; the seam that tests without a GPU use. */
+    SpillableBuffer put(SpillMemory.Block device, long byteSize) {
+        synchronized (lock) {
+            ensureOpen();
+            makeDeviceRoom(byteSize);
+            return add(byteSize, device);
+        }
+    }
+
+    private SpillableBuffer add(long byteSize, SpillMemory.Block device) {
+        SpillableBuffer b = new SpillableBuffer(this, ++nextId, byteSize, device);
+        onDevice.add(b);
+        addBytes(SpillTier.DEVICE, byteSize);
+        return b;
+    }
+
+    /**
+     * Spills least recently used buffers not in use from the device until at least {@code byteCount} bytes
+     * left it (or nothing is left to spill): room made on demand, for code that needs device memory outside
+     * the store.
+     *
+     * @param byteCount bytes wanted off the device
+     * @return the bytes spilled (may be more than asked, or less when the rest is in use)
+     * @throws IllegalStateException when the store is closed
+     * @throws UncheckedIOException when a spill failed; what was spilled before stays spilled
+     */
+    public long spill(long byteCount) {
+        synchronized (lock) {
+            ensureOpen();
+            long spilled = 0;
+            while (spilled < byteCount) {
+                SpillableBuffer victim = leastRecentlyUsedIdle();
+                if (victim == null) {
+                    break;
+                }
+                spillToHost(victim, "asked");
+                spilled += victim.byteSize();
+            }
+            return spilled;
+        }
+    }
+
+    SpillableBuffer.Access acquire(SpillableBuffer b) {
+        synchronized (lock) {
+            ensureOpen();
+            if (b.closed) {
+                throw new IllegalStateException(b + " already closed");
+            }
+            if (b.tier != SpillTier.DEVICE) {
+                unspill(b);
+            } else {
+                onDevice.remove(b); // most recently used now
+                onDevice.add(b);
+            }
+            b.accesses++;
+            return new SpillableBuffer.Access(b, b.device.segment());
+        }
+    }
+
+    void release(SpillableBuffer b) {
+        synchronized (lock) {
+            b.accesses--;
+        }
+    }
+
+    SpillTier tierOf(SpillableBuffer b) {
+        synchronized (lock) {
+            if (b.closed) {
+                throw new IllegalStateException(b + " already closed");
+            }
+            return b.tier;
+        }
+    }
+
+    void free(SpillableBuffer b) {
+        synchronized (lock) {
+            if (b.closed) {
+                return;
+            }
+            if (b.accesses > 0) {
+                throw new IllegalStateException(
+                        b + " is in use (" + b.accesses + " access(es) open): close them first");
+            }
+            discard(b);
+        }
+    }
+
+    /**
+     * Lock held: frees a buffer wherever it is, even in use (the store closing). When the memory cannot be
+     * freed (another thread is inside a call on the segment right now) nothing changes.
+     */
+    private void discard(SpillableBuffer b) {
+        switch (b.tier) {
+            case DEVICE -> b.device.close();
+            case HOST -> b.host.close();
+            case DISK -> deleteFile(b.file);
+        }
+        (b.tier == SpillTier.DEVICE ? onDevice : b.tier == SpillTier.HOST ? onHost : onDisk).remove(b);
+        addBytes(b.tier, -b.byteSize());
+        b.closed = true;
+        b.device = null;
+        b.host = null;
+        b.file = null;
+    }
+
+    /** Lock held: spills until {@code incoming} more bytes fit under the device limit, or nothing is idle. */
+    private void makeDeviceRoom(long incoming) {
+        while (bytes.get(SpillTier.DEVICE) + incoming > deviceLimit) {
+            SpillableBuffer victim = leastRecentlyUsedIdle();
+            if (victim == null) {
+                return; // the rest is in use: the tier stays over its limit
+            }
+            spillToHost(victim, "device-memory-limit");
+        }
+    }
+
+    /**
+     * Device memory that is not a buffer of the store, from the store's pool, spilling buffers just in time
+     * when the pool has no room: so that memory UCX receives into (active messages with
+     * {@code AmAllocator.of(store)}, comm frames with {@code FrameAllocator.host().with(store)}) makes room
+     * by spilling rather than failing. The memory itself is never spilled and does not count toward the
+     * device limit; it goes back to the pool when {@code scope} closes. A spill to make room runs on the
+     * calling thread (for active messages, the worker's progress thread) and takes the time of its copy.
+     *
+     * @param byteSize the size
+     * @param scope the arena that owns the memory
+     * @return device memory of exactly {@code byteSize} bytes
+     * @throws CudaException when the pool has no room even after spilling every buffer not in use
+     * @throws UncheckedIOException when a spill needed to make room failed
+     * @throws IllegalStateException when the store is closed
+     */
+    @Override
+    public MemorySegment allocate(long byteSize, Arena scope) {
+        if (byteSize < 0) {
+            throw new IllegalArgumentException("negative size " + byteSize);
+        }
+        synchronized (lock) {
+            ensureOpen();
+            return byteSize == 0
+                    ? memory.allocateDevice(0, scope)
+                    : justInTime(
+                            byteSize,
+                            "allocate(" + byteSize + ", arena)",
+                            () -> memory.allocateDevice(byteSize, scope));
+        }
+    }
+
+    /**
+     * The kind of the memory {@link #allocate(long, Arena)} gives.
+     *
+     * @return {@link MemoryKind#CUDA}
+     */
+    @Override
+    public MemoryKind kind() {
+        return MemoryKind.CUDA;
+    }
+
+    /**
+     * Copies between device and host memory (see {@link Cuda#copy(MemorySegment, MemorySegment)}).
+     *
+     * @param dst where to copy to
+     * @param src what to copy
+     */
+    @Override
+    public void copy(MemorySegment dst, MemorySegment src) {
+        memory.copy(dst, src);
+    }
+
+    /** Lock held: device memory for a buffer, spilling one more buffer each time the pool has no room. */
+    private SpillMemory.Block allocateDevice(long byteSize, String why) {
+        return justInTime(byteSize, why, () -> memory.allocateDevice(byteSize));
+    }
+
+    /** Lock held: tries an allocation, spilling one more buffer each time it finds no room. */
+    private <T> T justInTime(long byteSize, String why, Supplier<T> attempt) {
+        T block = attempt.get();
+        while (block == null) {
+            SpillableBuffer victim = leastRecentlyUsedIdle();
+            if (victim == null) {
+                throw new CudaException("no room for " + byteSize + " bytes (" + why + ") on " + memory.deviceName()
+                        + " even after spilling every buffer not in use: the spill store holds "
+                        + bytes.get(SpillTier.DEVICE) + " bytes there in " + onDevice.size()
+                        + " buffers in use; the rest of the device's memory is held outside the store");
+            }
+            spillToHost(victim, "just in time");
+            justInTime++;
+            block = attempt.get();
+        }
+        return block;
+    }
+
+    private SpillableBuffer leastRecentlyUsedIdle() {
+        for (SpillableBuffer b : onDevice) {
+            if (b.accesses == 0) {
+                return b;
+            }
+        }
+        return null;
+    }
+
+    /** Lock held: device -> host (room made under the host limit first; straight on to disk when larger). */
+    private void spillToHost(SpillableBuffer b, String why) {
+        long start = System.nanoTime();
+        if (b.byteSize() <= hostLimit) {
+            makeHostRoom(b.byteSize());
+        }
+        SpillMemory.Block host = null;
+        try {
+            host = memory.allocateHost(b.byteSize());
+            memory.copy(host.segment(), b.device.segment());
+            b.device.close();
+        } catch (RuntimeException e) {
+            failed++;
+            if (host != null) {
+                host.close();
+            }
+            throw e;
+        }
+        b.device = null;
+        b.host = host;
+        move(b, onDevice, onHost, SpillTier.HOST);
+        long nanos = System.nanoTime() - start;
+        deviceToHost = deviceToHost.plus(b.byteSize(), nanos);
+        log(b, SpillTier.DEVICE, SpillTier.HOST, why, nanos);
+        if (b.byteSize() > hostLimit) {
+            spillToDisk(b, "larger than memory-limit");
+        }
+    }
+
+    /**
+     * Lock held: writes host buffers to disk until {@code incoming} more bytes fit under the host limit. The
+     * buffer on its way back to the device (if from host memory) is neither written nor counted: it leaves.
+     */
+    private void makeHostRoom(long incoming) {
+        long leaving = returning != null && returning.tier == SpillTier.HOST ? returning.byteSize() : 0;
+        while (bytes.get(SpillTier.HOST) - leaving + incoming > hostLimit) {
+            SpillableBuffer victim = null;
+            for (SpillableBuffer b : onHost) {
+                if (b != returning) {
+                    victim = b;
+                    break;
+                }
+            }
+            if (victim == null) {
+                return;
+            }
+            spillToDisk(victim, "memory-limit");
+        }
+    }
+
+    /** Lock held: host -> a file of its own; on failure the buffer stays in host memory, whole. */
+    private void spillToDisk(SpillableBuffer b, String why) {
+        long start = System.nanoTime();
+        Path file = null;
+        try {
+            file = spillDirectory().resolve(b.id() + SPILL_SUFFIX);
+            try (FileChannel ch = FileChannel.open(file, CREATE_NEW, WRITE)) {
+                transfer(ch, b.host.segment(), true);
+            }
+        } catch (IOException | UncheckedIOException e) {
+            failed++;
+            if (file != null) {
+                deleteFile(file);
+            }
+            String cause = e instanceof UncheckedIOException u ? u.getCause().toString() : e.toString();
+            IOException io = e instanceof UncheckedIOException u ? u.getCause() : (IOException) e;
+            throw new UncheckedIOException(
+                    "cannot spill " + b + " to disk under local-directory " + localDirectory + ": " + cause
+                            + "; the buffer stays in host memory",
+                    io);
+        }
+        b.host.close();
+        b.host = null;
+        b.file = file;
+        move(b, onHost, onDisk, SpillTier.DISK);
+        long nanos = System.nanoTime() - start;
+        hostToDisk = hostToDisk.plus(b.byteSize(), nanos);
+        log(b, SpillTier.HOST, SpillTier.DISK, why, nanos);
+    }
+
+    /** Lock held: host or disk -> device, room made first; on failure nothing moved. */
+    private void unspill(SpillableBuffer b) {
+        long start = System.nanoTime();
+        SpillTier from = b.tier;
+        SpillMemory.Block device;
+        returning = b;
+        try {
+            makeDeviceRoom(b.byteSize());
+            device = allocateDevice(b.byteSize(), "bring back " + b);
+        } finally {
+            returning = null;
+        }
+        try {
+            if (from == SpillTier.HOST) {
+                memory.copy(device.segment(), b.host.segment());
+            } else {
+                try (SpillMemory.Block staging = memory.allocateHost(b.byteSize());
+                        FileChannel ch = FileChannel.open(b.file, READ)) {
+                    transfer(ch, staging.segment(), false);
+                    memory.copy(device.segment(), staging.segment());
+                } catch (IOException e) {
+                    failed++;
+                    throw new UncheckedIOException(
+                            "cannot read " + b + " back from " + b.file + ": " + e + "; it stays on disk", e);
+                }
+            }
+        } catch (RuntimeException e) {
+            device.close();
+            throw e;
+        }
+        if (from == SpillTier.HOST) {
+            b.host.close();
+            b.host = null;
+            move(b, onHost, onDevice, SpillTier.DEVICE);
+        } else {
+            deleteFile(b.file);
+            b.file = null;
+            move(b, onDisk, onDevice, SpillTier.DEVICE);
+        }
+        b.device = device;
+        long nanos = System.nanoTime() - start;
+        if (from == SpillTier.HOST) {
+            hostToDevice = hostToDevice.plus(b.byteSize(), nanos);
+        } else {
+            diskToDevice = diskToDevice.plus(b.byteSize(), nanos);
+        }
+        log(b, from, SpillTier.DEVICE, "acquired", nanos);
+    }
+
+    private void move(
+            SpillableBuffer b, LinkedHashSet<SpillableBuffer> from, LinkedHashSet<SpillableBuffer> to, SpillTier tier) {
+        from.remove(b);
+        to.add(b);
+        addBytes(b.tier, -b.byteSize());
+        addBytes(tier, b.byteSize());
+        b.tier = tier;
+    }
+
+    private void addBytes(SpillTier tier, long delta) {
+        bytes.merge(tier, delta, Long::sum);
+    }
+
+    /** Writes a segment to, or reads it from, the start of a file, in chunks a ByteBuffer can hold. */
+    private static void transfer(FileChannel ch, MemorySegment segment, boolean write) throws IOException {
+        long size = segment.byteSize();
+        for (long offset = 0; offset < size; ) {
+            ByteBuffer chunk =
+                    segment.asSlice(offset, Math.min(IO_CHUNK, size - offset)).asByteBuffer();
+            while (chunk.hasRemaining()) {
+                int n = write ? ch.write(chunk, offset + chunk.position()) : ch.read(chunk, offset + chunk.position());
+                if (n < 0) {
+                    throw new IOException(
+                            "the spill file ends after " + (offset + chunk.position()) + " of " + size + " bytes");
+                }
+            }
+            offset += chunk.capacity();
+        }
+    }
+
+    /** Lock held: the store's own directory, made on the first spill to disk. */
+    private Path spillDirectory() {
+        if (spillDirectory == null) {
+            if (!Files.isDirectory(localDirectory)) {
+                throw new UncheckedIOException(new java.nio.file.NoSuchFileException(
+                        localDirectory.toString(), null, "local-directory does not exist or is not a directory"));
+            }
+            try {
+                spillDirectory = Files.createTempDirectory(localDirectory, "ucx4j-spill-");
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        return spillDirectory;
+    }
+
+    private static void deleteFile(Path file) {
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException e) {
+            LOG.warn("could not delete spill file {}: {}", file, e.toString());
+        }
+    }
+
+    private void log(SpillableBuffer b, SpillTier from, SpillTier to, String why, long nanos) {
+        Level level = logSpilling ? Level.INFO : Level.DEBUG;
+        if (LOG.isEnabledForLevel(level)) {
+            double ms = nanos / 1e6;
+            LOG.atLevel(level)
+                    .log(
+                            "spill: buffer #{} ({} bytes) {} -> {} ({}) in {} ms ({} MB/s)",
+                            b.id(),
+                            b.byteSize(),
+                            from.label(),
+                            to.label(),
+                            why,
+                            String.format(java.util.Locale.ROOT, "%.3f", ms),
+                            String.format(
+                                    java.util.Locale.ROOT, "%.1f", b.byteSize() / (double) (1 << 20) / (nanos / 1e9)));
+        }
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("spill store already closed");
+        }
+    }
+
+    /**
+     * The counters now.
+     *
+     * @return a snapshot
+     */
+    public SpillStatistics statistics() {
+        synchronized (lock) {
+            return new SpillStatistics(
+                    bytes.get(SpillTier.DEVICE),
+                    bytes.get(SpillTier.HOST),
+                    bytes.get(SpillTier.DISK),
+                    onDevice.size(),
+                    onHost.size(),
+                    onDisk.size(),
+                    deviceToHost,
+                    hostToDisk,
+                    hostToDevice,
+                    diskToDevice,
+                    justInTime,
+                    failed);
+        }
+    }
+
+    /**
+     * The device tier's limit.
+     *
+     * @return bytes
+     */
+    public long deviceMemoryLimit() {
+        return deviceLimit;
+    }
+
+    /**
+     * The host tier's limit.
+     *
+     * @return bytes
+     */
+    public long memoryLimit() {
+        return hostLimit;
+    }
+
+    /**
+     * The directory under which the disk tier goes (the store writes into a directory of its own there).
+     *
+     * @return the {@code local-directory}
+     */
+    public Path localDirectory() {
+        return localDirectory;
+    }
+
+    /**
+     * Frees every buffer (also those in use: their accesses' segments then fail with "already closed"),
+     * deletes the spill files and the store's directory, and frees the pinned host memory kept for reuse.
+     * Idempotent.
+     */
+    @Override
+    public void close() {
+        List<RuntimeException> failures = new ArrayList<>();
+        synchronized (lock) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            List<SpillableBuffer> all = new ArrayList<>(onDevice);
+            all.addAll(onHost);
+            all.addAll(onDisk);
+            for (SpillableBuffer b : all) {
+                try {
+                    discard(b);
+                } catch (RuntimeException e) {
+                    failures.add(e);
+                }
+            }
+            if (spillDirectory != null) {
+                try {
+                    Files.deleteIfExists(spillDirectory);
+                } catch (IOException e) {
+                    failures.add(new UncheckedIOException("cannot delete " + spillDirectory, e));
+                }
+            }
+        }
+        try {
+            memory.close();
+        } catch (RuntimeException e) {
+            failures.add(e);
+        }
+        if (!failures.isEmpty()) {
+            RuntimeException first = failures.getFirst();
+            failures.stream().skip(1).forEach(first::addSuppressed);
+            throw first;
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "SpillStore[" + memory.deviceName() + ", device-memory-limit " + deviceLimit + ", memory-limit "
+                + hostLimit + ", local-directory " + localDirectory + "]";
+    }
+
+    /**
+     * Options of a {@link SpillStore}, validated by {@link #build()}.
+     *
+     * <p>Threading: not thread-safe; use from one thread, then build.
+     */
+    public static final class Builder {
+        private static final MemoryLimit DEFAULT_DEVICE_LIMIT = MemoryLimit.ofFraction(0.8);
+        // Idle pinned host memory kept for the next spill, at most: pinning is slow, holding it is not free.
+        private static final long MAX_RETAINED_PINNED = 2L << 30;
+
+        private final GpuMemoryPool pool;
+        private MemoryLimit deviceLimit;
+        private MemoryLimit hostLimit;
+        private Path localDirectory;
+        private boolean logSpilling;
+
+        private Builder(GpuMemoryPool pool) {
+            this.pool = pool;
+        }
+
+        /**
+         * Reads {@code device-memory-limit}, {@code memory-limit}, {@code local-directory} and
+         * {@code log-spilling} from a configuration (keys it leaves unset keep what this builder has, and
+         * {@code log-spilling: false}, its default, does not turn off what {@link #logSpilling} turned on).
+         *
+         * @param config the configuration
+         * @return this builder
+         * @throws IllegalArgumentException when a value is not valid, naming the key and where it came from
+         */
+        public Builder config(UcxConfig config) {
+            config.find(CudaKeys.DEVICE_MEMORY_LIMIT)
+                    .ifPresent(t -> deviceLimit = parse(config, CudaKeys.DEVICE_MEMORY_LIMIT, t));
+            config.find(CudaKeys.MEMORY_LIMIT).ifPresent(t -> hostLimit = parse(config, CudaKeys.MEMORY_LIMIT, t));
+            config.find(CudaKeys.LOCAL_DIRECTORY).ifPresent(t -> localDirectory = Path.of(t));
+            logSpilling |= config.get(CudaKeys.LOG_SPILLING);
+            return this;
+        }
+
+        /** A limit from the configuration; {@code auto} gives null (the default). */
+        private static MemoryLimit parse(UcxConfig config, ConfigKey<String> key, String text) {
+            try {
+                return MemoryLimit.parse(text, null);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException(
+                        key.name() + " (from " + config.source(key) + "): " + e.getMessage(), e);
+            }
+        }
+
+        /**
+         * The device tier's limit in bytes.
+         *
+         * @param bytes at least 1
+         * @return this builder
+         */
+        public Builder deviceMemoryLimit(long bytes) {
+            deviceLimit = MemoryLimit.ofBytes(bytes);
+            return this;
+        }
+
+        /**
+         * The device tier's limit as a fraction of the GPU's memory (default 0.8).
+         *
+         * @param fraction above 0, at most 1
+         * @return this builder
+         */
+        public Builder deviceMemoryFraction(double fraction) {
+            deviceLimit = MemoryLimit.ofFraction(fraction);
+            return this;
+        }
+
+        /**
+         * The host tier's limit in bytes (default: the machine's memory divided by the GPUs this process sees).
+         *
+         * @param bytes at least 1
+         * @return this builder
+         */
+        public Builder memoryLimit(long bytes) {
+            hostLimit = MemoryLimit.ofBytes(bytes);
+            return this;
+        }
+
+        /**
+         * The directory under which the disk tier goes (default {@code java.io.tmpdir}). It must exist when
+         * the first buffer is written to disk; the store makes a directory of its own in it then.
+         *
+         * @param directory an existing directory
+         * @return this builder
+         */
+        public Builder localDirectory(Path directory) {
+            localDirectory = Objects.requireNonNull(directory, "directory");
+            return this;
+        }
+
+        /**
+         * Whether each move between tiers is logged at INFO (default: DEBUG).
+         *
+         * @param on true to log at INFO
+         * @return this builder
+         */
+        public Builder logSpilling(boolean on) {
+            logSpilling = on;
+            return this;
+        }
+
+        /**
+         * Builds the store.
+         *
+         * @return the store, owned by the caller
+         */
+        public SpillStore build() {
+            // Dask's "RAM / workers": each worker of ucx4j launch sees every GPU, one per worker.
+            long host = hostLimit(Cuda.devices().size());
+            return build(new CudaSpillMemory(pool, Math.min(host, MAX_RETAINED_PINNED)), host);
+        }
+
+        /** Builds over given tiers; the seam for tests without a GPU (one GPU's worth of host memory). */
+        SpillStore build(SpillMemory memory) {
+            return build(memory, hostLimit(1));
+        }
+
+        private long hostLimit(int gpus) {
+            return (hostLimit != null ? hostLimit : MemoryLimit.ofFraction(1.0 / gpus)).resolve(physicalMemory());
+        }
+
+        private SpillStore build(SpillMemory memory, long host) {
+            long device = (deviceLimit != null ? deviceLimit : DEFAULT_DEVICE_LIMIT).resolve(memory.deviceCapacity());
+            Path dir = localDirectory != null ? localDirectory : Path.of(System.getProperty("java.io.tmpdir"));
+            return new SpillStore(memory, pool, device, host, dir, logSpilling);
+        }
+    }
+
+    /** The machine's memory ({@code MemTotal} of {@code /proc/meminfo}); 16 GiB when it cannot be read. */
+    static long physicalMemory() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/meminfo"))) {
+                if (line.startsWith("MemTotal:")) {
+                    return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            LOG.debug("cannot read /proc/meminfo: {}", e.toString());
+        }
+        return 16L << 30;
+    }
+}

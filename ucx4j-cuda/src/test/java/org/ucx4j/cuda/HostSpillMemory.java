@@ -1,0 +1,103 @@
+package org.ucx4j.cuda;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Host memory in both roles of a {@link SpillStore}, so the store's tier logic runs without a GPU: the
+ * "device" holds at most {@code deviceCapacity} bytes (an allocation past it answers "no room", as an
+ * exhausted pool does), and every block is its own arena, so a block freed makes its segment fail with
+ * "already closed", as device memory does. Counts what is allocated, to check that nothing leaks.
+ */
+final class HostSpillMemory implements SpillMemory {
+    private final long deviceCapacity;
+    final AtomicLong deviceUsed = new AtomicLong();
+    final AtomicLong hostUsed = new AtomicLong();
+    final AtomicLong copies = new AtomicLong();
+    volatile boolean closed;
+
+    HostSpillMemory(long deviceCapacity) {
+        this.deviceCapacity = deviceCapacity;
+    }
+
+    @Override
+    public Block allocateDevice(long bytes) {
+        if (deviceUsed.addAndGet(bytes) > deviceCapacity) {
+            deviceUsed.addAndGet(-bytes);
+            return null;
+        }
+        return new ArenaBlock(bytes, deviceUsed);
+    }
+
+    @Override
+    public MemorySegment allocateDevice(long bytes, Arena scope) {
+        if (deviceUsed.addAndGet(bytes) > deviceCapacity) {
+            deviceUsed.addAndGet(-bytes);
+            return null;
+        }
+        return scope.allocate(Math.max(1, bytes), 64).reinterpret(bytes, scope, s -> deviceUsed.addAndGet(-bytes));
+    }
+
+    /** A "device" block from outside the store's allocations, for {@link SpillStore#put}. */
+    Block deviceBlock(long bytes) {
+        Block b = allocateDevice(bytes);
+        if (b == null) {
+            throw new IllegalStateException("test device full");
+        }
+        return b;
+    }
+
+    @Override
+    public Block allocateHost(long bytes) {
+        hostUsed.addAndGet(bytes);
+        return new ArenaBlock(bytes, hostUsed);
+    }
+
+    @Override
+    public void copy(MemorySegment dst, MemorySegment src) {
+        copies.incrementAndGet();
+        MemorySegment.copy(src, 0, dst, 0, src.byteSize());
+    }
+
+    @Override
+    public long deviceCapacity() {
+        return deviceCapacity;
+    }
+
+    @Override
+    public String deviceName() {
+        return "test-device";
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+    }
+
+    private static final class ArenaBlock implements Block {
+        private final Arena arena = Arena.ofShared();
+        private final MemorySegment segment;
+        private final AtomicLong counter;
+        private boolean freed;
+
+        ArenaBlock(long bytes, AtomicLong counter) {
+            this.segment = arena.allocate(bytes, 64);
+            this.counter = counter;
+        }
+
+        @Override
+        public MemorySegment segment() {
+            return segment;
+        }
+
+        @Override
+        public synchronized void close() {
+            if (!freed) {
+                freed = true;
+                arena.close();
+                counter.addAndGet(-segment.byteSize());
+            }
+        }
+    }
+}

@@ -1,0 +1,558 @@
+package org.ucx4j.cuda;
+
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.ucx4j.UcxConfig;
+
+/**
+ * The spill store's tier logic on host memory standing in for the device ({@link HostSpillMemory}), so it runs
+ * in CI: LRU order, limits, buffers in use, just-in-time spills, byte-exact round trips through every tier,
+ * disk errors that lose nothing, concurrency, logging, and cleanup.
+ */
+@Timeout(120)
+class SpillStoreTest {
+    private static final long MIB = 1 << 20;
+
+    @TempDir
+    Path dir;
+
+    private final List<AutoCloseable> toClose = new ArrayList<>();
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (AutoCloseable c : toClose.reversed()) {
+            c.close();
+        }
+    }
+
+    private HostSpillMemory memory;
+
+    private SpillStore store(long deviceCapacity, long deviceLimit, long hostLimit) {
+        return store(
+                deviceCapacity,
+                SpillStore.builder()
+                        .deviceMemoryLimit(deviceLimit)
+                        .memoryLimit(hostLimit)
+                        .localDirectory(dir));
+    }
+
+    private SpillStore store(long deviceCapacity, SpillStore.Builder builder) {
+        memory = new HostSpillMemory(deviceCapacity);
+        SpillStore s = builder.build(memory);
+        toClose.add(s);
+        return s;
+    }
+
+    /** Writes bytes from a seed into the buffer (acquiring it), and returns them. */
+    private static byte[] fill(SpillableBuffer b, long seed) {
+        byte[] data = new byte[(int) b.byteSize()];
+        new Random(seed).nextBytes(data);
+        try (SpillableBuffer.Access a = b.acquire()) {
+            MemorySegment.copy(MemorySegment.ofArray(data), 0, a.segment(), 0, data.length);
+        }
+        return data;
+    }
+
+    private static byte[] read(SpillableBuffer b) {
+        try (SpillableBuffer.Access a = b.acquire()) {
+            return a.segment().toArray(JAVA_BYTE);
+        }
+    }
+
+    @Test
+    void leastRecentlyUsedGoesFirst() {
+        SpillStore s = store(100 * MIB, 3 * MIB, 100 * MIB);
+        SpillableBuffer a = s.allocate(MIB);
+        SpillableBuffer b = s.allocate(MIB);
+        SpillableBuffer c = s.allocate(MIB);
+        read(a); // a is now the most recently used: b is the oldest
+        SpillableBuffer d = s.allocate(MIB);
+        assertEquals(SpillTier.HOST, b.tier());
+        assertEquals(SpillTier.DEVICE, a.tier());
+        assertEquals(SpillTier.DEVICE, c.tier());
+        assertEquals(SpillTier.DEVICE, d.tier());
+        s.allocate(MIB); // then c, the oldest left
+        assertEquals(SpillTier.HOST, c.tier());
+        assertEquals(SpillTier.DEVICE, a.tier());
+        read(b); // b comes back; a is the oldest now
+        assertEquals(SpillTier.DEVICE, b.tier());
+        assertEquals(SpillTier.HOST, a.tier());
+        SpillStatistics st = s.statistics();
+        assertEquals(3, st.deviceToHost().count());
+        assertEquals(1, st.hostToDevice().count());
+        assertEquals(3 * MIB, st.deviceBytes());
+        assertEquals(2 * MIB, st.hostBytes());
+        assertEquals(3, st.deviceBuffers());
+        assertEquals(2, st.hostBuffers());
+    }
+
+    @Test
+    void hostLimitSendsTheOldestHostBuffersToDisk() throws Exception {
+        SpillStore s = store(100 * MIB, 2 * MIB, 2 * MIB);
+        List<SpillableBuffer> all = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            all.add(s.allocate(MIB));
+        }
+        // 2 on the device (the newest), 2 in host memory, the 2 oldest on disk.
+        assertEquals(
+                List.of(
+                        SpillTier.DISK,
+                        SpillTier.DISK,
+                        SpillTier.HOST,
+                        SpillTier.HOST,
+                        SpillTier.DEVICE,
+                        SpillTier.DEVICE),
+                all.stream().map(SpillableBuffer::tier).toList());
+        SpillStatistics st = s.statistics();
+        assertEquals(2 * MIB, st.deviceBytes());
+        assertEquals(2 * MIB, st.hostBytes());
+        assertEquals(2 * MIB, st.diskBytes());
+        assertEquals(2, st.hostToDisk().count());
+        assertEquals(2 * MIB, st.hostToDisk().bytes());
+        assertEquals(4, st.deviceToHost().count());
+        assertTrue(st.deviceToHost().time().toNanos() > 0);
+        assertEquals(2 * MIB, memory.hostUsed.get());
+        try (Stream<Path> files = Files.walk(dir)) {
+            assertEquals(2, files.filter(p -> p.toString().endsWith(".spill")).count());
+        }
+        assertTrue(s.deviceMemoryLimit() == 2 * MIB && s.memoryLimit() == 2 * MIB);
+    }
+
+    @Test
+    void everyTierGivesTheBytesBackExactly() {
+        SpillStore s = store(100 * MIB, 3 * MIB, 3 * MIB);
+        Random r = new Random(42);
+        List<SpillableBuffer> buffers = new ArrayList<>();
+        List<byte[]> expected = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            SpillableBuffer b = s.allocate(1 + r.nextInt((int) MIB)); // odd sizes too
+            buffers.add(b);
+            expected.add(fill(b, i));
+        }
+        assertTrue(s.statistics().diskBuffers() > 0, "some went to disk");
+        // Back from every tier, oldest (disk) first; each acquire pushes others down again.
+        for (int round = 0; round < 3; round++) {
+            for (int i = 0; i < buffers.size(); i++) {
+                assertArrayEquals(expected.get(i), read(buffers.get(i)), "buffer " + i + " round " + round);
+            }
+        }
+        SpillStatistics st = s.statistics();
+        assertTrue(st.diskToDevice().count() > 0
+                && st.hostToDevice().count() > 0
+                && st.hostToDisk().count() > 0);
+    }
+
+    @Test
+    void aBufferInUseIsNeverSpilled() {
+        SpillStore s = store(100 * MIB, 2 * MIB, 100 * MIB);
+        SpillableBuffer held = s.allocate(MIB);
+        byte[] data = fill(held, 1);
+        try (SpillableBuffer.Access access = held.acquire()) {
+            for (int i = 0; i < 5; i++) {
+                s.allocate(MIB);
+            }
+            assertEquals(0, s.spill(0));
+            s.spill(Long.MAX_VALUE);
+            assertEquals(SpillTier.DEVICE, held.tier());
+            assertEquals(MIB, s.statistics().deviceBytes(), "all but the held one spilled");
+            assertThrows(IllegalStateException.class, held::close, "closing a buffer in use is refused");
+            // Held twice: still held after one is closed.
+            try (SpillableBuffer.Access again = held.acquire()) {
+                assertEquals(access.segment().address(), again.segment().address());
+            }
+            s.spill(Long.MAX_VALUE);
+            assertEquals(SpillTier.DEVICE, held.tier());
+            assertArrayEquals(data, access.segment().toArray(JAVA_BYTE));
+        }
+        assertEquals(MIB, s.spill(1), "spillable once released");
+        assertEquals(SpillTier.HOST, held.tier());
+    }
+
+    @Test
+    void buffersInUseMayPassTheLimitButNotTheDevice() {
+        SpillStore s = store(4 * MIB, 2 * MIB, 100 * MIB);
+        List<SpillableBuffer.Access> held = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            held.add(s.allocate(MIB).acquire());
+        }
+        assertEquals(4 * MIB, s.statistics().deviceBytes(), "over the limit: every buffer is in use");
+        CudaException e = assertThrows(CudaException.class, () -> s.allocate(MIB));
+        assertTrue(e.getMessage().contains("even after spilling every buffer not in use"), e.getMessage());
+        held.forEach(SpillableBuffer.Access::close);
+        s.allocate(MIB);
+        assertEquals(2 * MIB, s.statistics().deviceBytes());
+    }
+
+    @Test
+    void aFailedAllocationSpillsJustInTime() {
+        // The limit would allow 10 MiB; the "pool" has room for 3.
+        SpillStore s = store(3 * MIB, 10 * MIB, 100 * MIB);
+        SpillableBuffer a = s.allocate(MIB);
+        byte[] data = fill(a, 7);
+        s.allocate(MIB);
+        s.allocate(MIB);
+        s.allocate(2 * MIB); // needs two spills
+        SpillStatistics st = s.statistics();
+        assertEquals(2, st.justInTimeSpills());
+        assertEquals(2, st.deviceToHost().count());
+        assertEquals(SpillTier.HOST, a.tier());
+        assertArrayEquals(data, read(a)); // and back, again just in time
+        assertEquals(3, s.statistics().justInTimeSpills());
+    }
+
+    @Test
+    void memoryForUcxToReceiveIntoMakesRoomBySpilling() {
+        SpillStore s = store(3 * MIB, 10 * MIB, 100 * MIB);
+        SpillableBuffer a = s.allocate(MIB);
+        byte[] data = fill(a, 8);
+        s.allocate(MIB);
+        s.allocate(MIB);
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment frame = s.allocate(2 * MIB, arena); // as AmAllocator.of(store) would
+            assertEquals(2 * MIB, frame.byteSize());
+            assertEquals(2, s.statistics().justInTimeSpills());
+            assertEquals(3 * MIB, memory.deviceUsed.get());
+            assertEquals(SpillTier.HOST, a.tier());
+            assertThrows(CudaException.class, () -> {
+                try (SpillableBuffer.Access held = s.allocate(MIB).acquire()) {
+                    s.allocate(MIB, arena); // full: the frame and one buffer in use
+                }
+            });
+        }
+        assertEquals(MIB, memory.deviceUsed.get(), "the frame went back when its arena closed");
+        assertEquals(0, s.allocate(0, Arena.global()).byteSize());
+        assertArrayEquals(data, read(a));
+        assertEquals(org.ucx4j.MemoryKind.CUDA, s.kind());
+    }
+
+    @Test
+    void putTakesOwnershipAndSpillsTheMemory() {
+        SpillStore s = store(100 * MIB, 2 * MIB, 100 * MIB);
+        SpillMemory.Block block = memory.deviceBlock(MIB);
+        block.segment().fill((byte) 5);
+        SpillableBuffer b = s.put(block, MIB);
+        s.allocate(MIB);
+        s.allocate(MIB);
+        assertEquals(SpillTier.HOST, b.tier());
+        assertFalse(block.segment().scope().isAlive(), "the device memory was freed when spilled");
+        byte[] back = read(b);
+        for (byte x : back) {
+            assertEquals(5, x);
+        }
+    }
+
+    @Test
+    void aMissingDirectoryIsAClearErrorAndLosesNothing() {
+        Path missing = dir.resolve("no-such-dir");
+        SpillStore s = store(
+                100 * MIB,
+                SpillStore.builder().deviceMemoryLimit(MIB).memoryLimit(MIB).localDirectory(missing));
+        SpillableBuffer a = s.allocate(MIB);
+        byte[] data = fill(a, 3);
+        SpillableBuffer b = s.allocate(MIB); // a -> host
+        assertEquals(SpillTier.HOST, a.tier());
+        UncheckedIOException e =
+                assertThrows(UncheckedIOException.class, () -> s.allocate(MIB)); // b -> host needs a -> disk
+        assertTrue(
+                e.getMessage().contains(missing.toString()) && e.getMessage().contains("does not exist"),
+                e.getMessage());
+        assertTrue(e.getMessage().contains("stays in host memory"), e.getMessage());
+        assertEquals(SpillTier.HOST, a.tier());
+        assertEquals(SpillTier.DEVICE, b.tier());
+        SpillStatistics st = s.statistics();
+        assertEquals(1, st.failedSpills());
+        assertEquals(2, st.deviceBuffers() + st.hostBuffers(), "nothing allocated by the failed call");
+        assertFalse(Files.exists(missing));
+        assertArrayEquals(data, read(a), "the buffer that could not go to disk is whole");
+    }
+
+    @Test
+    void aFileWhereTheDirectoryShouldBeIsAClearError() throws Exception {
+        Path file = Files.writeString(dir.resolve("not-a-dir"), "x");
+        SpillStore s = store(
+                100 * MIB,
+                SpillStore.builder().deviceMemoryLimit(MIB).memoryLimit(MIB).localDirectory(file));
+        SpillableBuffer a = s.allocate(MIB);
+        byte[] data = fill(a, 4);
+        s.allocate(MIB);
+        UncheckedIOException e = assertThrows(UncheckedIOException.class, () -> s.allocate(MIB));
+        assertTrue(e.getMessage().contains(file.toString()), e.getMessage());
+        assertArrayEquals(data, read(a));
+    }
+
+    @Test
+    void aFullDiskIsAClearErrorAndLosesNothing() throws Throwable {
+        // A file size limit (RLIMIT_FSIZE, which root obeys too) makes the write fail as a full disk does:
+        // the JVM ignores SIGXFSZ, so write(2) fails with EFBIG ("File too large").
+        SpillStore s = store(
+                100 * MIB,
+                SpillStore.builder()
+                        .deviceMemoryLimit(4 * MIB)
+                        .memoryLimit(4 * MIB)
+                        .localDirectory(dir));
+        SpillableBuffer big = s.allocate(4 * MIB);
+        byte[] data = fill(big, 9);
+        s.allocate(4 * MIB); // big -> host
+        assertEquals(SpillTier.HOST, big.tier());
+        UncheckedIOException e;
+        try (FileSizeLimit limit = FileSizeLimit.of(MIB)) {
+            e = assertThrows(UncheckedIOException.class, () -> s.allocate(4 * MIB));
+        }
+        assertTrue(
+                e.getMessage().contains("File too large") && e.getMessage().contains("stays in host memory"),
+                e.getMessage());
+        assertEquals(SpillTier.HOST, big.tier());
+        try (Stream<Path> files = Files.walk(dir)) {
+            assertEquals(0, files.filter(p -> p.toString().endsWith(".spill")).count(), "the partial file is gone");
+        }
+        assertArrayEquals(data, read(big));
+        // Room again: the same spill now works.
+        s.allocate(4 * MIB);
+        s.allocate(4 * MIB);
+        assertTrue(s.statistics().diskBuffers() > 0);
+        assertArrayEquals(data, read(big));
+    }
+
+    @Test
+    void aBufferLargerThanTheHostLimitGoesStraightOnToDisk() {
+        SpillStore s = store(100 * MIB, 2 * MIB, MIB);
+        SpillableBuffer big = s.allocate(2 * MIB);
+        byte[] data = fill(big, 11);
+        s.spill(1);
+        assertEquals(SpillTier.DISK, big.tier());
+        assertEquals(0, memory.hostUsed.get());
+        assertArrayEquals(data, read(big));
+    }
+
+    @Test
+    void manyThreadsKeepEveryBufferWhole() throws Exception {
+        SpillStore s = store(6 * MIB, 4 * MIB, 4 * MIB);
+        int n = 24;
+        List<SpillableBuffer> buffers = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            buffers.add(s.allocate(256 * 1024 + i));
+        }
+        long[] version = new long[n];
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < 8; t++) {
+                int thread = t;
+                done.add(pool.submit(() -> {
+                    Random r = new Random(thread);
+                    for (int k = 0; k < 300; k++) {
+                        int i = r.nextInt(n);
+                        SpillableBuffer b = buffers.get(i);
+                        try (SpillableBuffer.Access a = b.acquire()) {
+                            // Whoever holds the buffer's monitor writes a stamp over the whole buffer and checks
+                            // that the previous stamp was intact everywhere.
+                            synchronized (b) {
+                                MemorySegment seg = a.segment();
+                                long expected = version[i];
+                                for (long off = 0; off + 8 <= seg.byteSize(); off += 4096) {
+                                    assertEquals(expected, seg.get(JAVA_LONG.withByteAlignment(1), off));
+                                }
+                                long next = expected + 1 + thread;
+                                for (long off = 0; off + 8 <= seg.byteSize(); off += 4096) {
+                                    seg.set(JAVA_LONG.withByteAlignment(1), off, next);
+                                }
+                                version[i] = next;
+                            }
+                        }
+                        if (k % 50 == 0) {
+                            s.spill(MIB);
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : done) {
+                f.get(100, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        SpillStatistics st = s.statistics();
+        assertTrue(st.hostToDisk().count() > 0 && st.diskToDevice().count() > 0, st.toString());
+        long total = 0;
+        for (SpillableBuffer b : buffers) {
+            total += b.byteSize();
+        }
+        assertEquals(total, st.deviceBytes() + st.hostBytes() + st.diskBytes());
+    }
+
+    @Test
+    void logSpillingLogsEachMoveWithBytesTiersAndTime() {
+        PrintStream err = System.err;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        try {
+            SpillStore s = store(
+                    100 * MIB,
+                    SpillStore.builder()
+                            .deviceMemoryLimit(MIB)
+                            .memoryLimit(MIB)
+                            .localDirectory(dir)
+                            .logSpilling(true));
+            SpillableBuffer a = s.allocate(MIB);
+            s.allocate(MIB);
+            s.allocate(MIB);
+            read(a);
+        } finally {
+            System.setErr(err);
+        }
+        String log = captured.toString(StandardCharsets.UTF_8);
+        assertTrue(log.contains("spill: buffer #1 (1048576 bytes) device -> host (device-memory-limit) in "), log);
+        assertTrue(log.contains("spill: buffer #1 (1048576 bytes) host -> disk (memory-limit) in "), log);
+        assertTrue(log.contains("spill: buffer #1 (1048576 bytes) disk -> device (acquired) in "), log);
+        assertTrue(log.matches("(?s).* in [0-9.]+ ms \\([0-9.]+ MB/s\\).*"), log);
+    }
+
+    @Test
+    void closingFreesEveryTierAndTheDirectory() throws Exception {
+        SpillStore s = store(100 * MIB, MIB, MIB);
+        SpillableBuffer a = s.allocate(MIB);
+        for (int i = 0; i < 4; i++) {
+            s.allocate(MIB);
+        }
+        SpillableBuffer.Access held = s.allocate(MIB).acquire();
+        a.close();
+        a.close();
+        assertThrows(IllegalStateException.class, a::acquire);
+        assertThrows(IllegalStateException.class, a::tier);
+        s.close();
+        assertEquals(0, memory.deviceUsed.get());
+        assertEquals(0, memory.hostUsed.get());
+        assertTrue(memory.closed);
+        assertFalse(held.segment().scope().isAlive(), "a held buffer's segment fails after the store closed");
+        held.close();
+        try (Stream<Path> files = Files.list(dir)) {
+            assertEquals(0, files.count(), "no spill directory left");
+        }
+        assertThrows(IllegalStateException.class, () -> s.allocate(1));
+        s.close();
+    }
+
+    @Test
+    void pinnedHostBlocksComeInSizeClassesOfAtMostAQuarterSlack() {
+        assertEquals(4096, CudaSpillMemory.sizeClass(1));
+        assertEquals(4096, CudaSpillMemory.sizeClass(4096));
+        assertEquals(1L << 30, CudaSpillMemory.sizeClass(1L << 30), "1 GiB spills into exactly 1 GiB");
+        Random r = new Random(3);
+        for (int i = 0; i < 10_000; i++) {
+            long n = 4097 + (r.nextLong() & ((1L << 40) - 1));
+            long c = CudaSpillMemory.sizeClass(n);
+            assertTrue(c >= n && c <= n + n / 4 + 1, n + " -> " + c);
+        }
+    }
+
+    @Test
+    void badSizesAreRefused() {
+        SpillStore s = store(100 * MIB, MIB, MIB);
+        assertThrows(IllegalArgumentException.class, () -> s.allocate(0));
+        assertThrows(IllegalArgumentException.class, () -> SpillStore.builder().deviceMemoryLimit(0));
+        assertThrows(IllegalArgumentException.class, () -> SpillStore.builder().deviceMemoryFraction(1.5));
+        assertThrows(IllegalArgumentException.class, () -> SpillStore.builder().memoryLimit(-1));
+    }
+
+    @Test
+    void limitsComeFromTheConfigurationInDasksForms() {
+        UcxConfig c = UcxConfig.builder()
+                .set("device-memory-limit", "50%")
+                .set("memory-limit", "3MiB")
+                .set("local-directory", dir.toString())
+                .set("log-spilling", "true")
+                .build();
+        SpillStore s = store(10 * MIB, SpillStore.builder().config(c));
+        assertEquals(5 * MIB, s.deviceMemoryLimit());
+        assertEquals(3 * MIB, s.memoryLimit());
+        assertEquals(dir, s.localDirectory());
+        assertEquals(10 * MIB / 4, deviceLimit("0.25"));
+        assertEquals(10 * MIB, deviceLimit("1"), "a plain number of at most 1 is a fraction");
+        assertEquals(8 * MIB, deviceLimit("auto"), "Dask-CUDA's default: 80% of the GPU");
+        assertEquals(4_000_000, deviceLimit("4000000"));
+        assertEquals(5_000_000, deviceLimit("5MB"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> deviceLimit("lots"));
+        assertTrue(
+                e.getMessage().startsWith("device-memory-limit (from builder): 'lots' is not a memory limit"),
+                e.getMessage());
+        assertTrue(e.getMessage().contains("a fraction of the total (0.8)"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> deviceLimit("0"));
+        assertThrows(IllegalArgumentException.class, () -> deviceLimit("150%"));
+        assertThrows(IllegalArgumentException.class, () -> deviceLimit("1.5"));
+        SpillStore unset = store(10 * MIB, SpillStore.builder());
+        assertEquals(8 * MIB, unset.deviceMemoryLimit());
+        assertEquals(SpillStore.physicalMemory(), unset.memoryLimit(), "one GPU: all of the machine's memory");
+        assertEquals(Path.of(System.getProperty("java.io.tmpdir")), unset.localDirectory());
+    }
+
+    private long deviceLimit(String text) {
+        UcxConfig c = UcxConfig.builder().set("device-memory-limit", text).build();
+        return store(10 * MIB, SpillStore.builder().config(c)).deviceMemoryLimit();
+    }
+
+    /** The process's RLIMIT_FSIZE lowered for a while (setrlimit(2)), restored on close. */
+    private static final class FileSizeLimit implements AutoCloseable {
+        private static final int RLIMIT_FSIZE = 1; // Linux, x86_64 and aarch64
+        private static final Linker LINKER = Linker.nativeLinker();
+        private static final MethodHandle GET = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("getrlimit").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, java.lang.foreign.ValueLayout.ADDRESS));
+        private static final MethodHandle SET = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("setrlimit").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, java.lang.foreign.ValueLayout.ADDRESS));
+        private final Arena arena = Arena.ofConfined();
+        private final MemorySegment old = arena.allocate(16);
+
+        static FileSizeLimit of(long bytes) throws Throwable {
+            FileSizeLimit l = new FileSizeLimit();
+            assertEquals(0, (int) GET.invokeExact(RLIMIT_FSIZE, l.old));
+            MemorySegment lower = l.arena.allocate(16);
+            lower.set(JAVA_LONG, 0, bytes);
+            lower.set(JAVA_LONG, 8, l.old.get(JAVA_LONG, 8));
+            assertEquals(0, (int) SET.invokeExact(RLIMIT_FSIZE, lower));
+            return l;
+        }
+
+        @Override
+        public void close() {
+            try {
+                assertEquals(0, (int) SET.invokeExact(RLIMIT_FSIZE, old));
+            } catch (Throwable t) {
+                throw new AssertionError(t);
+            } finally {
+                arena.close();
+            }
+        }
+    }
+}
