@@ -134,16 +134,8 @@ final class CudaConfigCommand implements Callable<Integer> {
                         .append(String.join(",", p.cudaVisibleDevices()))
                         .append('\n');
             }
-            b.append("  CPUs ")
-                    .append(CpuAffinity.format(p.cpus()))
-                    .append(" (")
-                    .append(p.cpuSource())
-                    .append(")\n");
-            b.append("  network: ")
-                    .append(p.netDevice().orElse("-"))
-                    .append(" (")
-                    .append(p.netSource())
-                    .append(")\n");
+            b.append("  CPUs ").append(p.cpusText()).append('\n');
+            b.append("  network: ").append(p.networkText()).append('\n');
             p.warnings().forEach(w -> b.append("  warning: ").append(w).append('\n'));
         }
         Object pool = report.get("memory_pool_size");

@@ -76,7 +76,10 @@ final class LaunchSession {
      */
     int run() throws IOException {
         Path tmp = Files.createTempDirectory("ucx4j-launch-");
-        Thread hook = Thread.ofPlatform().unstarted(this::stopAll);
+        Thread hook = Thread.ofPlatform().unstarted(() -> {
+            stopAll();
+            deleteQuietly(tmp);
+        });
         Runtime.getRuntime().addShutdownHook(hook);
         byte[] token = RendezvousServer.newToken();
         try (RendezvousServer rendezvous = RendezvousServer.start(rendezvousBind, plans.size(), token)) {
@@ -257,16 +260,7 @@ final class LaunchSession {
                                 .append(g.pciBusId())
                                 .append(")"),
                         () -> b.append(", CPU only"));
-        b.append(", CPUs ")
-                .append(CpuAffinity.format(p.cpus()))
-                .append(" (")
-                .append(p.cpuSource())
-                .append(")");
-        b.append(", network ")
-                .append(p.netDevice().orElse("-"))
-                .append(" (")
-                .append(p.netSource())
-                .append(")");
+        b.append(", CPUs ").append(p.cpusText()).append(", network ").append(p.networkText());
         return b.toString();
     }
 

@@ -4,6 +4,7 @@ import java.util.BitSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import org.ucx4j.cuda.CpuAffinity;
 
 /**
  * What one worker of a launch gets: its rank and name, its GPU and device list, its CPUs and network
@@ -32,4 +33,22 @@ record WorkerPlan(
         Optional<String> netDevice,
         String netSource,
         List<String> warnings,
-        Map<String, String> environment) {}
+        Map<String, String> environment) {
+    /**
+     * The CPUs and where they came from, for people.
+     *
+     * @return for example {@code 0-15 (NVML)}
+     */
+    String cpusText() {
+        return CpuAffinity.format(cpus) + " (" + cpuSource + ")";
+    }
+
+    /**
+     * The network device and why, for people.
+     *
+     * @return for example {@code - (UCX decides)}
+     */
+    String networkText() {
+        return netDevice.orElse("-") + " (" + netSource + ")";
+    }
+}
