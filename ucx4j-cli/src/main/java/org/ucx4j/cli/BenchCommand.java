@@ -157,6 +157,15 @@ final class BenchCommand implements Callable<Integer> {
                             + "alternating --iters rounds (default 5) in this process; prints both and the ratio.")
     private boolean spill;
 
+    @Option(
+            names = "--all-to-all",
+            description =
+                    "Run as one worker of 'ucx4j launch': every worker sends a partition of --size bytes (default "
+                            + "64MiB) to every other at once, --iters rounds (default: about 4 GiB per worker), --window "
+                            + "partitions in flight per peer (default 4), over ucx:// then tcp:// (or --comm); rank 0 prints "
+                            + "the aggregate bandwidth per transport. ucx4j launch --workers 2 -- ucx4j bench --all-to-all")
+    private boolean allToAll;
+
     @Option(names = "--exit-with-parent", hidden = true, description = "Server: exit when the parent process exits.")
     private boolean exitWithParent;
 
@@ -197,6 +206,9 @@ final class BenchCommand implements Callable<Integer> {
             return SpillBench.run(gpu, size, iterations == null ? 5 : iterations, output.json, System.out);
         }
         BenchMemory.use(kind, gpu, peerGpu == null ? gpu : peerGpu);
+        if (allToAll) {
+            return allToAll();
+        }
         if (comm != null) {
             return new CommBench(spec.commandLine(), output.json, output.progressBar())
                     .call(comm, commSettings(), warmupNanos(), server, port, connect, exitWithParent);
@@ -250,6 +262,30 @@ final class BenchCommand implements Callable<Integer> {
             result.printTable(System.out);
         }
         return 0;
+    }
+
+    private int allToAll() {
+        CommandLine cl = spec.commandLine();
+        if (server || connect != null || op != null || frames != null || comm == CommKind.INPROC) {
+            throw new CommandLine.ParameterException(
+                    cl,
+                    "--all-to-all runs between the workers of ucx4j launch: no --server, --connect, --op, --frames "
+                            + "or --comm inproc");
+        }
+        boolean sizeGiven = cl.getParseResult().hasMatchedOption("--size");
+        long partition = sizeGiven ? size : 64L << 20;
+        int win = window != null ? window : 4;
+        if (partition < 1 || win < 1 || (iterations != null && iterations < 1)) {
+            throw new CommandLine.ParameterException(
+                    cl, "--all-to-all needs --size, --iters and --window of 1 or more");
+        }
+        if (!org.ucx4j.cluster.Cluster.isLaunched()) {
+            throw new CommandLine.ParameterException(
+                    cl, "--all-to-all runs under ucx4j launch: ucx4j launch --workers 2 -- ucx4j bench --all-to-all");
+        }
+        List<CommKind> transports = comm == null ? List.of(CommKind.UCX, CommKind.TCP) : List.of(comm);
+        return new AllToAllBench(BenchMemory.current(), System.out, System.err)
+                .run(transports, partition, iterations, win, output.json);
     }
 
     /** The run the options ask for, with ucx_perftest-like defaults; a usage error when out of bounds. */

@@ -10,14 +10,22 @@ import picocli.CommandLine.Command;
  *
  * <p>Exit codes: 0 success, 1 failure, 2 UCX unavailable, 78 invalid ucx4j configuration (a bad value,
  * an unknown key, a malformed YAML file: the message names the key and the source; 78 is sysexits.h's
- * EX_CONFIG, as 64 is its EX_USAGE), 64 usage error. (A bench server that outlives its parent halts with 3.)
+ * EX_CONFIG, as 64 is its EX_USAGE), 64 usage error. {@code launch} also exits with 10 + the rank of the first worker
+ * that failed (63 at most). (A bench server that outlives its parent halts with 3.)
  */
 @Command(
         name = "ucx4j",
         mixinStandardHelpOptions = true,
         versionProvider = VersionProvider.class,
         description = "UCX for the JVM: diagnostics, benchmarks and the ucx:// against tcp:// demo.",
-        subcommands = {InfoCommand.class, BenchCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {
+            InfoCommand.class,
+            BenchCommand.class,
+            DemoCommand.class,
+            LaunchCommand.class,
+            CudaCommand.class,
+            CommandLine.HelpCommand.class
+        })
 public final class Main implements Runnable {
     /** Exit code when the UCX library cannot be loaded. */
     static final int EXIT_UCX_UNAVAILABLE = 2;
@@ -51,6 +59,8 @@ public final class Main implements Runnable {
                 .setCaseInsensitiveEnumValuesAllowed(true)
                 .setExecutionExceptionHandler(Main::failed);
         usageExitCode(cl);
+        CommandLine.IParameterExceptionHandler usual = cl.getParameterExceptionHandler();
+        cl.setParameterExceptionHandler((e, a) -> oneLineUsageError(e, a, usual));
         return cl.execute(args);
     }
 
@@ -58,6 +68,22 @@ public final class Main implements Runnable {
     private static void usageExitCode(CommandLine cl) {
         cl.getCommandSpec().exitCodeOnInvalidInput(EXIT_USAGE);
         cl.getSubcommands().values().forEach(Main::usageExitCode);
+    }
+
+    /**
+     * {@code launch} and {@code cuda config} answer a wrong command line with one line naming what was wrong
+     * (their usage is long); the other commands keep picocli's message and usage.
+     */
+    private static int oneLineUsageError(
+            CommandLine.ParameterException e, String[] args, CommandLine.IParameterExceptionHandler usual)
+            throws Exception {
+        Object command = e.getCommandLine().getCommand();
+        if (command instanceof LaunchCommand || command instanceof CudaConfigCommand) {
+            String name = e.getCommandLine().getCommandSpec().qualifiedName();
+            e.getCommandLine().getErr().println(name + ": " + e.getMessage() + " (" + name + " --help for usage)");
+            return EXIT_USAGE;
+        }
+        return usual.handleParseException(e, args);
     }
 
     /** A failure prints its message, and the stack trace only with {@code -Ducx4j.cli.trace=true}. */

@@ -58,6 +58,21 @@ final class PeerLauncher implements AutoCloseable {
 
     /** The child's command line, recomputed from this JVM. */
     static List<String> command(List<String> serverArgs) {
+        List<String> cmd = cliCommand();
+        cmd.add("bench");
+        cmd.addAll(serverArgs);
+        cmd.addAll(BenchMemory.current().peerArgs());
+        return cmd;
+    }
+
+    /**
+     * The command that runs {@code ucx4j} as this JVM runs it (the same {@code java}, module or class path,
+     * native access, {@code ucx4j.*} properties), without arguments: for the bench server and for
+     * {@code ucx4j launch -- ucx4j ...}.
+     *
+     * @return a mutable list to append the arguments to
+     */
+    static List<String> cliCommand() {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java"));
         String modulePath = System.getProperty("jdk.module.path");
@@ -81,9 +96,6 @@ final class PeerLauncher implements AutoCloseable {
             cmd.add(System.getProperty("java.class.path"));
             cmd.add(Main.class.getName());
         }
-        cmd.add("bench");
-        cmd.addAll(serverArgs);
-        cmd.addAll(BenchMemory.current().peerArgs());
         return cmd;
     }
 

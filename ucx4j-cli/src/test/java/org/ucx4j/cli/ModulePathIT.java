@@ -85,4 +85,33 @@ class ModulePathIT {
                 "UCX version missing: " + json);
         assertQuiet(r);
     }
+
+    @Test
+    void launchRunsTheCommandItselfAsWorkersWithTheirWatchdog() throws Exception {
+        // Workers started as 'ucx4j ...' run from the same module path; each loads the watchdog agent, whose
+        // package the module exports (a JVM that cannot call premain exits at once).
+        ChildJvm.Result r = ucx4j(
+                        dir,
+                        "launch",
+                        "--workers",
+                        "2",
+                        "--",
+                        "ucx4j",
+                        "bench",
+                        "--all-to-all",
+                        "--comm",
+                        "tcp",
+                        "--size",
+                        "64Ki",
+                        "--iters",
+                        "5",
+                        "--json")
+                .run(Duration.ofSeconds(90));
+        assertEquals(0, r.exitCode(), r.all());
+        JsonNode json = CliProcess.json(r.output().replaceAll("(?m)^\\[w0] ", ""));
+        assertEquals("tcp://", CliProcess.string(json, "transport"));
+        assertEquals(2, CliProcess.number(json, "workers"));
+        assertFalse(r.stderr().contains("java.instrument"), r.all());
+        assertQuiet(r);
+    }
 }

@@ -45,19 +45,6 @@ public record GpuTopology(
      * @return for example {@code 0-31} or {@code 0-15,32-47}; empty when unknown
      */
     public String cpuList() {
-        StringBuilder b = new StringBuilder();
-        int i = cpuAffinity.nextSetBit(0);
-        while (i >= 0) {
-            int end = cpuAffinity.nextClearBit(i) - 1;
-            if (!b.isEmpty()) {
-                b.append(',');
-            }
-            b.append(i);
-            if (end > i) {
-                b.append('-').append(end);
-            }
-            i = cpuAffinity.nextSetBit(end + 1);
-        }
-        return b.toString();
+        return CpuAffinity.format(cpuAffinity);
     }
 }

@@ -1,0 +1,175 @@
+package org.ucx4j.cluster;
+
+import java.net.URI;
+import java.nio.ByteBuffer;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.ucx4j.comm.Comm;
+import org.ucx4j.comm.CommListener;
+import org.ucx4j.comm.CommOptions;
+import org.ucx4j.comm.Comms;
+import org.ucx4j.comm.Message;
+
+/**
+ * One comm between this worker and every other worker of a {@link Cluster}: the all-to-all connections of
+ * Dask-CUDA's explicit comms. Each pair has one comm, opened by the higher rank to the lower one's
+ * listener, and used in both directions.
+ *
+ * <p>Who may join: the first message on each new comm carries the connecting worker's rank and the
+ * launch's token; the accepting side checks the token (in constant time) and that the rank is one it
+ * expects, and aborts any other comm. The comms' own handshake secret ({@code auth.secret}) applies on top
+ * when configured.
+ *
+ * <p>Threading: safe from any thread once built. Ownership: the caller closes it, which closes every comm
+ * and the listener.
+ */
+public final class ClusterMesh implements AutoCloseable {
+    private static final int HELLO_BYTES = Integer.BYTES + RendezvousWire.TOKEN_BYTES;
+
+    private final int rank;
+    private final CommListener listener;
+    private final Map<Integer, Comm> comms;
+
+    private ClusterMesh(int rank, CommListener listener, Map<Integer, Comm> comms) {
+        this.rank = rank;
+        this.listener = listener;
+        this.comms = Map.copyOf(comms);
+    }
+
+    static ClusterMesh connect(Cluster cluster, URI listenAddress, CommOptions options, Duration timeout) {
+        int me = cluster.rank();
+        byte[] token = cluster.token();
+        Map<Integer, Comm> accepted = new ConcurrentHashMap<>();
+        CompletableFuture<Void> allAccepted = new CompletableFuture<>();
+        int expectedAccepts = cluster.size() - 1 - me; // the higher ranks connect to us
+        if (expectedAccepts == 0) {
+            allAccepted.complete(null);
+        }
+        CommListener listener = Comms.listen(
+                listenAddress,
+                comm -> {
+                    int peer;
+                    try (Message hello = comm.read(timeout)) {
+                        peer = checkHello(hello, token, me, cluster.size());
+                    } catch (RuntimeException e) {
+                        comm.abort();
+                        throw e;
+                    }
+                    if (accepted.putIfAbsent(peer, comm) != null) {
+                        comm.abort();
+                        throw new IllegalStateException("rank " + peer + " connected twice");
+                    }
+                    if (accepted.size() == expectedAccepts) {
+                        allAccepted.complete(null);
+                    }
+                },
+                options);
+        List<Comm> opened = new ArrayList<>();
+        try {
+            List<URI> addresses = cluster.exchange(listener.address());
+            Map<Integer, Comm> comms = new ConcurrentHashMap<>();
+            for (int peer = 0; peer < me; peer++) {
+                Comm c = Comms.connect(addresses.get(peer), options);
+                opened.add(c);
+                c.write(Message.ofBytes(hello(me, token)));
+                comms.put(peer, c);
+            }
+            allAccepted.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+            comms.putAll(accepted);
+            return new ClusterMesh(me, listener, comms);
+        } catch (TimeoutException e) {
+            closeAll(opened, accepted, listener);
+            throw new IllegalStateException("rank " + me + ": only " + accepted.size() + " of " + expectedAccepts
+                    + " higher ranks connected within " + timeout.toSeconds() + " s");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            closeAll(opened, accepted, listener);
+            throw new IllegalStateException("interrupted while connecting the mesh", e);
+        } catch (ExecutionException | RuntimeException e) {
+            closeAll(opened, accepted, listener);
+            throw e instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
+        }
+    }
+
+    private static byte[] hello(int rank, byte[] token) {
+        return ByteBuffer.allocate(HELLO_BYTES).putInt(rank).put(token).array();
+    }
+
+    private static int checkHello(Message hello, byte[] token, int me, int size) {
+        if (hello.frameCount() != 1 || hello.frame(0).size() != HELLO_BYTES) {
+            throw new IllegalStateException("a mesh peer's first message is not a hello");
+        }
+        ByteBuffer b = ByteBuffer.wrap(hello.frame(0).toByteArray());
+        int peer = b.getInt();
+        byte[] presented = new byte[RendezvousWire.TOKEN_BYTES];
+        b.get(presented);
+        if (!MessageDigest.isEqual(presented, token)) {
+            throw new IllegalStateException("a mesh peer without the launch's token");
+        }
+        if (peer <= me || peer >= size) {
+            throw new IllegalStateException(
+                    "a mesh peer claims rank " + peer + " (expected " + (me + 1) + ".." + (size - 1) + ")");
+        }
+        return peer;
+    }
+
+    private static void closeAll(List<Comm> opened, Map<Integer, Comm> accepted, CommListener listener) {
+        opened.forEach(Comm::abort);
+        accepted.values().forEach(Comm::abort);
+        listener.close();
+    }
+
+    /**
+     * The ranks of the other workers.
+     *
+     * @return ascending, without this worker's rank
+     */
+    public List<Integer> peers() {
+        return comms.keySet().stream().sorted().toList();
+    }
+
+    /**
+     * The comm to one peer.
+     *
+     * @param peer its rank
+     * @return the comm, in both directions
+     * @throws IllegalArgumentException for this worker's own rank or a rank outside the cluster
+     */
+    public Comm comm(int peer) {
+        Comm c = comms.get(peer);
+        if (c == null) {
+            throw new IllegalArgumentException(
+                    "no comm to rank " + peer + " (this is rank " + rank + "; peers " + peers() + ")");
+        }
+        return c;
+    }
+
+    /** Closes every comm (gracefully: what was written is delivered) and the listener. Idempotent. */
+    @Override
+    public void close() {
+        RuntimeException first = null;
+        for (Comm c : comms.values()) {
+            try {
+                c.close();
+            } catch (RuntimeException e) {
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+        }
+        listener.close();
+        if (first != null) {
+            throw first;
+        }
+    }
+}
