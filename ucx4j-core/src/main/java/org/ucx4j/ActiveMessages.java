@@ -151,7 +151,7 @@ final class ActiveMessages {
                     Ucp.am_data_release.invokeExact(rt.handle, data);
                 });
             }
-            body.completeExceptionally(new IllegalStateException(
+            body.fail(new IllegalStateException(
                     "no memory for an active message of " + length + " bytes (id " + id + "): " + t.getMessage(), t));
         }
         byte status;
@@ -165,10 +165,10 @@ final class ActiveMessages {
                 if (length > 0) {
                     chosen.copyEager(dst.asSlice(0, length), NativeLinker.view(data, length));
                 }
-                body.complete(dst.asSlice(0, length));
+                body.succeed(dst.asSlice(0, length));
             } catch (RuntimeException e) {
                 // The receiver learns of it through the body's future (a device copy can fail).
-                body.completeExceptionally(e);
+                body.fail(e);
             }
             status = (byte) UcxStatus.OK.code();
         }
@@ -207,14 +207,15 @@ final class ActiveMessages {
             r = (MemorySegment) Ucp.am_recv_data_nbx.invokeExact(rt.handle, desc, target, length, p);
         } catch (Throwable t) {
             rt.operations.failUnsubmitted(op, t);
-            body.completeExceptionally(t);
+            body.fail(t);
             return;
         }
+        body.cancelWith(op::cancel); // canceling the body cancels its fetch, through UCX
         received.whenComplete((n, e) -> {
             if (e != null) {
-                body.completeExceptionally(e);
+                body.fail(e);
             } else {
-                body.complete(dst.asSlice(0, length));
+                body.succeed(dst.asSlice(0, length));
             }
         });
         rt.operations.started(op, r, length);

@@ -27,10 +27,17 @@ final class SimpleAmChannel {
         EndpointLifecycle lifecycle = endpoint.lifecycle();
         lifecycle.ensureOpen();
         UcxFuture<MemorySegment> f = new UcxFuture<>();
+        // A receive still waiting holds no UCX resource: canceling it just takes it off the queue. One that
+        // a message was already handed to completes with that message (nothing is lost).
+        f.cancelWith(reason -> endpoint.runtime().engine.later(() -> {
+            if (waiting.remove(f)) {
+                f.fail(reason);
+            }
+        }));
         endpoint.runtime().engine.execute(() -> {
             UcxException failed = lifecycle.failureIfFailed();
             if (failed != null) {
-                f.completeExceptionally(failed);
+                f.fail(failed);
                 return;
             }
             AmMessage next = arrived.poll();
@@ -57,17 +64,11 @@ final class SimpleAmChannel {
     void failWaiters(UcxException why) {
         UcxFuture<MemorySegment> w;
         while ((w = waiting.poll()) != null) {
-            w.completeExceptionally(why);
+            w.fail(why);
         }
     }
 
     private static void chain(UcxFuture<MemorySegment> from, UcxFuture<MemorySegment> to) {
-        from.whenComplete((v, e) -> {
-            if (e != null) {
-                to.completeExceptionally(e);
-            } else {
-                to.complete(v);
-            }
-        });
+        to.completeFrom(from);
     }
 }

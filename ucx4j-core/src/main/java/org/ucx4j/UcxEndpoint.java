@@ -3,7 +3,6 @@ package org.ucx4j;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 import org.slf4j.Logger;
@@ -19,7 +18,8 @@ import org.ucx4j.internal.worker.OperationOwner;
 import org.ucx4j.internal.worker.OperationTable;
 
 /**
- * A connection to one peer ({@code ucp_ep_h}): tag and stream messages, flush, close.
+ * A connection to one peer ({@code ucp_ep_h}): tag sends, stream messages, active messages, RMA, flush,
+ * close.
  *
  * <p>Every operation has an asynchronous form ({@code ...Async}, returning a {@link UcxFuture}) and a
  * blocking twin that waits for it (safe on virtual threads; refused inside ucx4j callbacks).
@@ -31,8 +31,13 @@ import org.ucx4j.internal.worker.OperationTable;
  * <p>Errors: peer error handling is on. When the peer dies or the connection breaks, every pending
  * operation on this endpoint fails with {@link UcxConnectionResetException} (or
  * {@link UcxTimeoutException} for a keep-alive timeout), the {@link EndpointErrorHandler} runs, and the
- * endpoint closes itself. Receives posted through this endpoint are tied to it for that purpose (UCX
- * matches tag receives per worker: give each peer its own tags).
+ * endpoint closes itself.
+ *
+ * <p>Tag receives are the worker's ({@link UcxWorker#tagRecvAsync(MemorySegment, long, long)}), as in UCX:
+ * a tag receive matches a message from any peer of the worker, so there is no per-endpoint tag receive.
+ * {@link UcxWorker#tagRecvAsync(MemorySegment, long, long, UcxEndpoint)} ties one to an endpoint's
+ * lifetime (it fails when the endpoint fails) without filtering by sender: give each peer its own tags.
+ * Stream receives and {@link #amRecvAsync()} are per endpoint.
  *
  * <p>Ownership: owned by its worker (closed with it) and by the caller. {@link #close()} is idempotent;
  * operations after close throw {@link IllegalStateException}.
@@ -138,57 +143,6 @@ public final class UcxEndpoint implements AutoCloseable {
         rt.engine.call(() -> tagSendAsync(segments, tag), "tagSend");
     }
 
-    /**
-     * Receives one tagged message into several native segments in order (a scatter receive), tied to
-     * this endpoint like {@link #tagRecvAsync(MemorySegment, long, long)}.
-     *
-     * @param segments where to receive, in order; their total is the largest message accepted
-     * @param tag the tag to match
-     * @param mask which bits must match
-     * @return the sender's tag and the total length received
-     */
-    public UcxFuture<TagInfo> tagRecvAsync(java.util.List<MemorySegment> segments, long tag, long mask) {
-        lifecycle.ensureOpen();
-        return worker.tagRecvIov(this, segments, tag, mask);
-    }
-
-    /**
-     * Receives a tagged message whose tag matches {@code tag} on the bits set in {@code mask}, tied to this
-     * endpoint: it fails if this endpoint fails and is canceled if it closes. Matching itself is per worker.
-     *
-     * @param buffer where to receive; a longer message fails with {@code MESSAGE_TRUNCATED}
-     * @param tag the tag to match
-     * @param mask which bits of the tag must match ({@code -1L} for all)
-     * @return the sender's tag and the message length
-     */
-    public UcxFuture<TagInfo> tagRecvAsync(MemorySegment buffer, long tag, long mask) {
-        lifecycle.ensureOpen();
-        return worker.tagRecv(this, buffer, tag, mask);
-    }
-
-    /** Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long)}. */
-    public TagInfo tagRecv(MemorySegment buffer, long tag, long mask) {
-        return rt.engine.call(() -> tagRecvAsync(buffer, tag, mask), "tagRecv");
-    }
-
-    /**
-     * Like {@link #tagRecv(MemorySegment, long, long)} with a time limit; on timeout the receive is
-     * canceled and {@link UcxTimeoutException} thrown.
-     */
-    public TagInfo tagRecv(MemorySegment buffer, long tag, long mask, Duration timeout) {
-        return worker.awaitOrCancel(() -> tagRecvAsync(buffer, tag, mask), "tagRecv", timeout);
-    }
-
-    /** Receives into a byte array (copied back on completion). */
-    public UcxFuture<TagInfo> tagRecvAsync(byte[] data, long tag, long mask) {
-        return tagRecvAsync(MemorySegment.ofArray(data), tag, mask);
-    }
-
-    /** Blocking twin of {@link #tagRecvAsync(byte[], long, long)}. */
-    public TagInfo tagRecv(byte[] data, long tag, long mask) {
-        return tagRecv(MemorySegment.ofArray(data), tag, mask);
-    }
-
     // ------------------------------------------------------------------ stream
 
     /**
@@ -204,7 +158,7 @@ public final class UcxEndpoint implements AutoCloseable {
             // A stream has no message boundaries, so an empty send is a no-op; UCX 1.13 also asserts on
             // receiving an empty stream fragment, so it must not reach the wire.
             lifecycle.ensureOpen();
-            f.complete(null);
+            f.succeed(null);
             return f;
         }
         Operation op = f.track(rt, OperationKind.STREAM_SEND, lifecycle, buffer.byteSize());
@@ -241,7 +195,7 @@ public final class UcxEndpoint implements AutoCloseable {
         UcxFuture<Long> f = new UcxFuture<>();
         if (buffer.byteSize() == 0) {
             lifecycle.ensureOpen();
-            f.complete(0L);
+            f.succeed(0L);
             return f;
         }
         Operation op = f.track(rt, OperationKind.STREAM_RECV, lifecycle, buffer.byteSize());
