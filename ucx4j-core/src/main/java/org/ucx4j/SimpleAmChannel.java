@@ -5,8 +5,9 @@ import java.util.ArrayDeque;
 
 /**
  * One endpoint's simple active-message channel ({@link UcxEndpoint#amSendAsync(MemorySegment)} and
- * {@link UcxEndpoint#amRecvAsync()}, like UCXX's {@code am_send}/{@code am_recv}): messages that arrived
- * before anyone asked, and receivers waiting for one, matched in order.
+ * {@link UcxEndpoint#amRecvAsync()}, UCXX's {@code am_send}/{@code am_recv} on the wire: AM id 0 and the
+ * header of {@link SimpleAmHeader}): messages that arrived before anyone asked, and receivers waiting for
+ * one, matched in order.
  *
  * <p>Threading: the queues are touched by the worker's lock holder only.
  */
@@ -19,8 +20,10 @@ final class SimpleAmChannel {
         this.endpoint = endpoint;
     }
 
-    UcxFuture<Void> send(MemorySegment body) {
-        return endpoint.startAmSend(ActiveMessages.SIMPLE_ID, MemorySegment.NULL, body, null, AmSendMode.AUTO);
+    /** Sends {@code body}, memory of {@code kind}, with UCXX's header (AM id 0). */
+    UcxFuture<Void> send(MemorySegment body, MemoryKind kind) {
+        MemorySegment header = MemorySegment.ofArray(SimpleAmHeader.encode(kind));
+        return endpoint.startAmSend(ActiveMessages.SIMPLE_ID, header, body, null, AmSendMode.AUTO);
     }
 
     UcxFuture<MemorySegment> receive() {

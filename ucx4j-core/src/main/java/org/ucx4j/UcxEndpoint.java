@@ -228,7 +228,7 @@ public final class UcxEndpoint implements AutoCloseable {
      * Sends an active message: the receiver's handler for {@code id} gets the header and the body, with
      * no receive posted in advance.
      *
-     * @param id the handler id, 0 .. 65534
+     * @param id the handler id, 1 .. 65535 (0 is the simple channel, UCXX's {@code am_send})
      * @param header the user header (copied; at most {@link UcxWorker#maxAmHeader()} bytes)
      * @param body the body (see the class comment about memory)
      * @param mode eager, rendezvous, or let UCX choose
@@ -243,7 +243,7 @@ public final class UcxEndpoint implements AutoCloseable {
     /**
      * Sends an active message whose body is several segments, gathered by UCX (a scatter-gather send).
      *
-     * @param id the handler id, 0 .. 65534
+     * @param id the handler id, 1 .. 65535
      * @param header the user header (copied)
      * @param body the body parts, in order
      * @param mode eager, rendezvous, or let UCX choose
@@ -262,32 +262,32 @@ public final class UcxEndpoint implements AutoCloseable {
 
     /**
      * Sends {@code body} on this endpoint's simple active-message channel: the peer receives it with
-     * {@link #amRecvAsync()} on its endpoint to us, needing no size in advance (like UCXX's
-     * {@code am_send}/{@code am_recv}).
+     * {@link #amRecvAsync()} on its endpoint to us, needing no size in advance. The wire format is UCXX's
+     * {@code am_send}/{@code am_recv} (AM id 0 and UCXX's 14-byte header: memory type, has-callback,
+     * memory-type policy, user-header length), so a UCXX peer's {@code am_recv} receives it and its
+     * {@code am_send} reaches our {@link #amRecvAsync()}.
      *
-     * @param body the bytes
+     * @param body the bytes (host memory)
      * @return completes when the body may be reused
      */
     public UcxFuture<Void> amSendAsync(MemorySegment body) {
-        return simple.send(body);
+        return simple.send(body, MemoryKind.HOST);
     }
 
     /**
      * Sends {@code body}, memory of the given kind, on this endpoint's simple active-message channel: the
-     * peer's worker receives it into memory from its allocator for that kind
-     * ({@link UcxWorker#setAmAllocator(MemoryKind, AmAllocator)}), as UCXX's {@code am_send} of a CUDA
-     * buffer. A one-byte header carries the kind; host bodies carry none.
+     * header names the kind as UCX's memory type, and the peer's worker receives the body into memory from
+     * its allocator for that kind ({@link UcxWorker#setAmAllocator(MemoryKind, AmAllocator)}), as UCXX's
+     * {@code am_send} of a CUDA buffer. Device bodies are sent with UCXX's strict policy: a receiver
+     * without an allocator for the kind fails that receive with the reason rather than landing the body
+     * in host memory.
      *
      * @param body the bytes (device memory for {@link MemoryKind#CUDA})
      * @param kind the kind of {@code body}'s memory
      * @return completes when the body may be reused
      */
     public UcxFuture<Void> amSendAsync(MemorySegment body, MemoryKind kind) {
-        if (kind == MemoryKind.HOST) {
-            return amSendAsync(body);
-        }
-        MemorySegment header = MemorySegment.ofArray(new byte[] {(byte) kind.wireCode()});
-        return startAmSend(ActiveMessages.SIMPLE_ID, header, body, null, AmSendMode.AUTO);
+        return simple.send(body, Objects.requireNonNull(kind, "kind"));
     }
 
     /** Blocking twin of {@link #amSendAsync(MemorySegment)}. */

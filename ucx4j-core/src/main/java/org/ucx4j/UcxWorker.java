@@ -108,7 +108,8 @@ public final class UcxWorker implements AutoCloseable {
      * Registers the handler for active messages with {@code id}, replacing any earlier one; null removes
      * it (messages for an id without a handler are dropped with a warning, as UCX does).
      *
-     * @param id 0 .. 65534 (65535 is the simple channel of {@link UcxEndpoint#amSendAsync(MemorySegment)})
+     * @param id 1 .. 65535 (0 is the simple channel of {@link UcxEndpoint#amSendAsync(MemorySegment)}, UCXX's
+     *     {@code am_send}/{@code am_recv})
      * @param handler runs on the progress thread for each message, or null
      * @throws IllegalStateException when the context was created without {@link Feature#AM}
      */
@@ -160,9 +161,10 @@ public final class UcxWorker implements AutoCloseable {
         if (!context.features().contains(Feature.AM)) {
             throw new IllegalStateException("the context of worker " + name + " was created without Feature.AM");
         }
-        if (id < 0 || id > ActiveMessages.MAX_USER_ID) {
-            throw new IllegalArgumentException(
-                    "active message id " + id + " is outside 0.." + ActiveMessages.MAX_USER_ID);
+        if (id < ActiveMessages.MIN_USER_ID || id > ActiveMessages.MAX_USER_ID) {
+            throw new IllegalArgumentException("active message id " + id + " is outside "
+                    + ActiveMessages.MIN_USER_ID + ".." + ActiveMessages.MAX_USER_ID
+                    + (id == ActiveMessages.SIMPLE_ID ? " (0 is the simple channel, UCXX's am_send/am_recv)" : ""));
         }
     }
 
