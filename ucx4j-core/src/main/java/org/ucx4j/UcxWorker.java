@@ -36,9 +36,11 @@ import org.ucx4j.internal.worker.WorkerEvents;
  * the place where tag receives are matched.
  *
  * <p>Threading: safe from any thread, including virtual threads. UCX is only ever called by one thread at
- * a time: see {@link ProgressMode} for who drives progress. Futures complete on the progress thread;
- * blocking methods called from there (inside a callback or a dependent stage) are refused with
- * {@link IllegalStateException}, because they could never complete.
+ * a time: see {@link ProgressMode} for who drives progress. Handlers and the continuations of this
+ * worker's futures run on its progress thread (in {@link ProgressMode#CALLER} mode, on the thread inside
+ * {@link #progress()} or a blocking call), never on a thread that merely submits an operation or waits on
+ * a threaded worker; blocking methods called from there are refused with {@link IllegalStateException},
+ * because they could never complete. The full contract: {@linkplain org.ucx4j the package description}.
  *
  * <p>Ownership: owned by its {@link UcxContext} and the caller; owns its listeners and endpoints.
  * {@link #close()} closes listeners, then endpoints (gracefully, within the close timeout), cancels what
@@ -110,7 +112,7 @@ public final class UcxWorker implements AutoCloseable {
      *
      * @param id 1 .. 65535 (0 is the simple channel of {@link UcxEndpoint#amSendAsync(MemorySegment)}, UCXX's
      *     {@code am_send}/{@code am_recv})
-     * @param handler runs on the progress thread for each message, or null
+     * @param handler runs for each message where handlers run (the progress thread), or null
      * @throws IllegalStateException when the context was created without {@link Feature#AM}
      */
     public void setAmHandler(int id, AmHandler handler) {
@@ -125,7 +127,7 @@ public final class UcxWorker implements AutoCloseable {
     /**
      * Sets where received active-message bodies go ({@link AmAllocator#host()} by default).
      *
-     * @param allocator the allocator, called on the progress thread
+     * @param allocator the allocator, called where handlers run (the progress thread)
      */
     public void setAmAllocator(AmAllocator allocator) {
         activeMessages.allocator(allocator);
@@ -141,7 +143,7 @@ public final class UcxWorker implements AutoCloseable {
      * handler id use.
      *
      * @param kind the memory kind the sender names
-     * @param allocator an allocator whose {@link AmAllocator#kind()} is {@code kind}, called on the progress thread
+     * @param allocator an allocator whose {@link AmAllocator#kind()} is {@code kind}, called where handlers run
      * @throws IllegalArgumentException when the allocator's kind differs
      */
     public void setAmAllocator(MemoryKind kind, AmAllocator allocator) {
@@ -349,7 +351,7 @@ public final class UcxWorker implements AutoCloseable {
      * Listens on all interfaces and accepts every connection.
      *
      * @param port the port, 0 for any free one
-     * @param onAccepted receives each new endpoint, on the progress thread
+     * @param onAccepted receives each new endpoint, where handlers run (the progress thread)
      * @return the listener, owned by this worker and the caller
      * @throws UcxException when the port is in use or cannot be bound
      */
@@ -362,7 +364,7 @@ public final class UcxWorker implements AutoCloseable {
      * Listens on an address; the handler decides about each connection.
      *
      * @param bindAddress the address to bind (port 0 for any free port)
-     * @param handler accepts or rejects each request, on the progress thread
+     * @param handler accepts or rejects each request, where handlers run (the progress thread)
      * @return the listener, owned by this worker and the caller
      * @throws UcxException naming the address when it cannot be bound (e.g. the port is in use)
      */
