@@ -33,10 +33,15 @@ import org.ucx4j.internal.worker.OperationKind;
 final class ActiveMessages {
     private static final Logger LOG = LoggerFactory.getLogger(ActiveMessages.class);
 
-    /** The id of the simple channel; user ids are 0 .. {@value #MAX_USER_ID}. */
-    static final int SIMPLE_ID = 0xFFFF;
+    /**
+     * The id of the simple channel: UCXX's {@code am_send}/{@code am_recv} use AM id 0 with the header of
+     * {@link SimpleAmHeader}; user ids are {@value #MIN_USER_ID} .. {@value #MAX_USER_ID}.
+     */
+    static final int SIMPLE_ID = 0;
+    /** The smallest id a user may register. */
+    static final int MIN_USER_ID = 1;
     /** The largest id a user may register. */
-    static final int MAX_USER_ID = 0xFFFE;
+    static final int MAX_USER_ID = 0xFFFF;
 
     static final long HANDLER_PARAM_FIELD_ID = 1;
     static final long HANDLER_PARAM_FIELD_FLAGS = 1 << 1;
@@ -130,13 +135,8 @@ final class ActiveMessages {
         MemorySegment dst = null;
         AmAllocator chosen = allocator;
         try {
-            if (id == SIMPLE_ID && hdr.length == 1) {
-                // The simple channel's one-byte header names the body's memory kind (absent: host).
-                MemoryKind kind = MemoryKind.fromWireCode(hdr[0] & 0xff);
-                chosen = kind == MemoryKind.HOST ? allocator : kindAllocators.get(kind);
-                if (chosen == null) {
-                    throw new IllegalStateException("no active-message allocator for " + kind + " memory registered");
-                }
+            if (id == SIMPLE_ID) {
+                chosen = simpleChannelAllocator(SimpleAmHeader.decode(hdr));
             }
             MemorySegment given = chosen.allocate(id, hdr.length == 0 ? hdr : hdr.clone(), length);
             if (given == null || !given.isNative() || given.byteSize() < length) {
@@ -151,7 +151,7 @@ final class ActiveMessages {
                     Ucp.am_data_release.invokeExact(rt.handle, data);
                 });
             }
-            body.completeExceptionally(new IllegalStateException(
+            body.fail(new IllegalStateException(
                     "no memory for an active message of " + length + " bytes (id " + id + "): " + t.getMessage(), t));
         }
         byte status;
@@ -165,10 +165,10 @@ final class ActiveMessages {
                 if (length > 0) {
                     chosen.copyEager(dst.asSlice(0, length), NativeLinker.view(data, length));
                 }
-                body.complete(dst.asSlice(0, length));
+                body.succeed(dst.asSlice(0, length));
             } catch (RuntimeException e) {
                 // The receiver learns of it through the body's future (a device copy can fail).
-                body.completeExceptionally(e);
+                body.fail(e);
             }
             status = (byte) UcxStatus.OK.code();
         }
@@ -196,6 +196,32 @@ final class ActiveMessages {
         return status;
     }
 
+    /**
+     * The allocator for a simple-channel body: the one for the memory kind the sender's header names;
+     * without one, host memory if the sender allows it (UCXX's default policy), else a failure that the
+     * receiver is given.
+     */
+    private AmAllocator simpleChannelAllocator(SimpleAmHeader header) {
+        if (header.receiverCallback()) {
+            throw new IllegalStateException(
+                    "a simple active message for a UCXX receiver callback (ucx4j has none; use am_send without one)");
+        }
+        MemoryKind kind = header.memoryKind();
+        if (kind == MemoryKind.HOST) {
+            return allocator;
+        }
+        AmAllocator forKind = kind == null ? null : kindAllocators.get(kind);
+        if (forKind != null) {
+            return forKind;
+        }
+        if (!header.strictMemoryType()) {
+            return allocator;
+        }
+        throw new IllegalStateException("no active-message allocator for "
+                + (kind != null ? kind.toString() : "UCX memory type " + header.ucsMemoryType())
+                + " memory registered");
+    }
+
     private void fetch(
             MemorySegment desc, MemorySegment dst, long length, UcxEndpoint sender, UcxFuture<MemorySegment> body) {
         UcxFuture<Long> received = new UcxFuture<>();
@@ -207,14 +233,15 @@ final class ActiveMessages {
             r = (MemorySegment) Ucp.am_recv_data_nbx.invokeExact(rt.handle, desc, target, length, p);
         } catch (Throwable t) {
             rt.operations.failUnsubmitted(op, t);
-            body.completeExceptionally(t);
+            body.fail(t);
             return;
         }
+        body.cancelWith(op::cancel); // canceling the body cancels its fetch, through UCX
         received.whenComplete((n, e) -> {
             if (e != null) {
-                body.completeExceptionally(e);
+                body.fail(e);
             } else {
-                body.complete(dst.asSlice(0, length));
+                body.succeed(dst.asSlice(0, length));
             }
         });
         rt.operations.started(op, r, length);

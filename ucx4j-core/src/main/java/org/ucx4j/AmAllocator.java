@@ -11,7 +11,9 @@ import java.lang.foreign.MemorySegment;
  * the simple channel with {@link UcxEndpoint#amSendAsync(MemorySegment, MemoryKind)} lands in memory
  * of that kind, as UCX-Py's {@code register_am_allocator(fn, "cuda")}.
  *
- * <p>Threading: called on the progress thread; must not block. Ownership: the segment it returns is
+ * <p>Threading: called where the message's handler runs (the worker's progress thread, or in
+ * {@link ProgressMode#CALLER} mode the thread progressing it; see {@linkplain org.ucx4j the package's
+ * threading contract}), right before the handler; must not block and must not call blocking ucx4j methods. Ownership: the segment it returns is
  * handed to the receiver with the message ({@link AmMessage#data()}), which owns it from then on.
  */
 @FunctionalInterface

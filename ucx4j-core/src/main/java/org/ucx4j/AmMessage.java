@@ -5,7 +5,8 @@ import java.util.Optional;
 /**
  * One received active message: its id, user header, size, sender and body.
  *
- * <p>Threading: immutable; the body future completes on the progress thread. Ownership: the header is
+ * <p>Threading: immutable; the body future completes, and runs its continuations, where handlers run (the
+ * progress thread; {@linkplain org.ucx4j the package's threading contract}). Ownership: the header is
  * a copy owned by this object; the body segment comes from the worker's {@link AmAllocator} and belongs
  * to whoever takes it from {@link #data()}.
  */

@@ -6,7 +6,8 @@ import java.net.InetSocketAddress;
 /**
  * A client's request to connect to a {@link UcxListener}, handed to its {@link ConnectionHandler}.
  *
- * <p>Threading: only valid inside the handler call, on the progress thread; decide there, once.
+ * <p>Threading: only valid inside the handler call (on the progress thread, or the thread progressing a
+ * {@link ProgressMode#CALLER} worker); decide there, once.
  */
 public final class ConnectionRequest {
     private final UcxListener listener;

@@ -176,7 +176,9 @@ final class EndpointLifecycle implements OperationOwner {
 
     UcxFuture<Void> closeAsync(CloseMode mode) {
         UcxFuture<Void> f = new UcxFuture<>();
-        rt.engine.execute(() -> startClose(mode, f));
+        // Queued, not run inline: closing cancels the endpoint's pending operations, whose futures'
+        // continuations must run on the progress thread (the threading contract), not on the caller's.
+        rt.engine.later(() -> startClose(mode, f));
         return f;
     }
 
@@ -187,13 +189,7 @@ final class EndpointLifecycle implements OperationOwner {
             return;
         }
         if (closeFuture != null) {
-            closeFuture.whenComplete((v, e) -> {
-                if (e != null) {
-                    f.completeExceptionally(e);
-                } else {
-                    f.complete(null);
-                }
-            });
+            f.completeFrom(closeFuture);
             return;
         }
         closeFuture = f;
@@ -225,7 +221,7 @@ final class EndpointLifecycle implements OperationOwner {
         java.time.Duration closeTimeout = endpoint.worker().options().closeTimeout();
         TimerQueue.Timer guard = rt.timers.schedule(closeTimeout.toNanos(), () -> {
             if (!f.isDone()) {
-                f.completeExceptionally(new UcxTimeoutException(
+                f.fail(new UcxTimeoutException(
                         "ucp_ep_close_nbx",
                         UcxStatus.TIMED_OUT.code(),
                         "endpoint to " + describePeer() + " did not close within " + closeTimeout));
@@ -236,9 +232,9 @@ final class EndpointLifecycle implements OperationOwner {
             state = State.CLOSED;
             endpoint.worker().endpointClosed(endpoint);
             if (e != null) {
-                f.completeExceptionally(e);
+                f.fail(e);
             } else {
-                f.complete(null);
+                f.succeed(null);
             }
         });
         if (r != null) {

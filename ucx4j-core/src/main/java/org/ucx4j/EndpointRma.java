@@ -84,13 +84,13 @@ final class EndpointRma {
         UcxException failed = lifecycle.failureOrNull();
         if (failed != null) {
             // The peer is gone (the endpoint may have closed itself since): say so, not just "closed".
-            f.completeExceptionally(failed);
+            f.fail(failed);
             return f;
         }
         lifecycle.ensureOpen();
         key.ensureOpen();
         if (len == 0) {
-            f.complete(null);
+            f.succeed(null);
             return f;
         }
         Operation op = f.track(rt, put ? OperationKind.PUT : OperationKind.GET, lifecycle, len);

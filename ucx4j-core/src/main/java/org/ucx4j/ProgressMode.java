@@ -18,7 +18,9 @@ public enum ProgressMode {
     THREAD_POLLING("thread-polling"),
     /**
      * No thread: the owner calls {@link UcxWorker#progress()}; blocking calls progress the worker
-     * themselves while they wait.
+     * themselves while they wait. Handlers and future continuations run on whichever thread does that,
+     * inside the call; an asynchronous call only queues its work until then (it may start it at once when
+     * nothing is queued, but never runs other work).
      */
     CALLER("caller");
 

@@ -5,8 +5,9 @@ import java.util.ArrayDeque;
 
 /**
  * One endpoint's simple active-message channel ({@link UcxEndpoint#amSendAsync(MemorySegment)} and
- * {@link UcxEndpoint#amRecvAsync()}, like UCXX's {@code am_send}/{@code am_recv}): messages that arrived
- * before anyone asked, and receivers waiting for one, matched in order.
+ * {@link UcxEndpoint#amRecvAsync()}, UCXX's {@code am_send}/{@code am_recv} on the wire: AM id 0 and the
+ * header of {@link SimpleAmHeader}): messages that arrived before anyone asked, and receivers waiting for
+ * one, matched in order.
  *
  * <p>Threading: the queues are touched by the worker's lock holder only.
  */
@@ -19,18 +20,27 @@ final class SimpleAmChannel {
         this.endpoint = endpoint;
     }
 
-    UcxFuture<Void> send(MemorySegment body) {
-        return endpoint.startAmSend(ActiveMessages.SIMPLE_ID, MemorySegment.NULL, body, null, AmSendMode.AUTO);
+    /** Sends {@code body}, memory of {@code kind}, with UCXX's header (AM id 0). */
+    UcxFuture<Void> send(MemorySegment body, MemoryKind kind) {
+        MemorySegment header = MemorySegment.ofArray(SimpleAmHeader.encode(kind));
+        return endpoint.startAmSend(ActiveMessages.SIMPLE_ID, header, body, null, AmSendMode.AUTO);
     }
 
     UcxFuture<MemorySegment> receive() {
         EndpointLifecycle lifecycle = endpoint.lifecycle();
         lifecycle.ensureOpen();
         UcxFuture<MemorySegment> f = new UcxFuture<>();
+        // A receive still waiting holds no UCX resource: canceling it just takes it off the queue. One that
+        // a message was already handed to completes with that message (nothing is lost).
+        f.cancelWith(reason -> endpoint.runtime().engine.later(() -> {
+            if (waiting.remove(f)) {
+                f.fail(reason);
+            }
+        }));
         endpoint.runtime().engine.execute(() -> {
             UcxException failed = lifecycle.failureIfFailed();
             if (failed != null) {
-                f.completeExceptionally(failed);
+                f.fail(failed);
                 return;
             }
             AmMessage next = arrived.poll();
@@ -57,17 +67,11 @@ final class SimpleAmChannel {
     void failWaiters(UcxException why) {
         UcxFuture<MemorySegment> w;
         while ((w = waiting.poll()) != null) {
-            w.completeExceptionally(why);
+            w.fail(why);
         }
     }
 
     private static void chain(UcxFuture<MemorySegment> from, UcxFuture<MemorySegment> to) {
-        from.whenComplete((v, e) -> {
-            if (e != null) {
-                to.completeExceptionally(e);
-            } else {
-                to.complete(v);
-            }
-        });
+        to.completeFrom(from);
     }
 }

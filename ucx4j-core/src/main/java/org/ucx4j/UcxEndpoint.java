@@ -3,7 +3,6 @@ package org.ucx4j;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 import org.slf4j.Logger;
@@ -19,7 +18,8 @@ import org.ucx4j.internal.worker.OperationOwner;
 import org.ucx4j.internal.worker.OperationTable;
 
 /**
- * A connection to one peer ({@code ucp_ep_h}): tag and stream messages, flush, close.
+ * A connection to one peer ({@code ucp_ep_h}): tag sends, stream messages, active messages, RMA, flush,
+ * close.
  *
  * <p>Every operation has an asynchronous form ({@code ...Async}, returning a {@link UcxFuture}) and a
  * blocking twin that waits for it (safe on virtual threads; refused inside ucx4j callbacks).
@@ -31,8 +31,13 @@ import org.ucx4j.internal.worker.OperationTable;
  * <p>Errors: peer error handling is on. When the peer dies or the connection breaks, every pending
  * operation on this endpoint fails with {@link UcxConnectionResetException} (or
  * {@link UcxTimeoutException} for a keep-alive timeout), the {@link EndpointErrorHandler} runs, and the
- * endpoint closes itself. Receives posted through this endpoint are tied to it for that purpose (UCX
- * matches tag receives per worker: give each peer its own tags).
+ * endpoint closes itself.
+ *
+ * <p>Tag receives are the worker's ({@link UcxWorker#tagRecvAsync(MemorySegment, long, long)}), as in UCX:
+ * a tag receive matches a message from any peer of the worker, so there is no per-endpoint tag receive.
+ * {@link UcxWorker#tagRecvAsync(MemorySegment, long, long, UcxEndpoint)} ties one to an endpoint's
+ * lifetime (it fails when the endpoint fails) without filtering by sender: give each peer its own tags.
+ * Stream receives and {@link #amRecvAsync()} are per endpoint.
  *
  * <p>Ownership: owned by its worker (closed with it) and by the caller. {@link #close()} is idempotent;
  * operations after close throw {@link IllegalStateException}.
@@ -138,57 +143,6 @@ public final class UcxEndpoint implements AutoCloseable {
         rt.engine.call(() -> tagSendAsync(segments, tag), "tagSend");
     }
 
-    /**
-     * Receives one tagged message into several native segments in order (a scatter receive), tied to
-     * this endpoint like {@link #tagRecvAsync(MemorySegment, long, long)}.
-     *
-     * @param segments where to receive, in order; their total is the largest message accepted
-     * @param tag the tag to match
-     * @param mask which bits must match
-     * @return the sender's tag and the total length received
-     */
-    public UcxFuture<TagInfo> tagRecvAsync(java.util.List<MemorySegment> segments, long tag, long mask) {
-        lifecycle.ensureOpen();
-        return worker.tagRecvIov(this, segments, tag, mask);
-    }
-
-    /**
-     * Receives a tagged message whose tag matches {@code tag} on the bits set in {@code mask}, tied to this
-     * endpoint: it fails if this endpoint fails and is canceled if it closes. Matching itself is per worker.
-     *
-     * @param buffer where to receive; a longer message fails with {@code MESSAGE_TRUNCATED}
-     * @param tag the tag to match
-     * @param mask which bits of the tag must match ({@code -1L} for all)
-     * @return the sender's tag and the message length
-     */
-    public UcxFuture<TagInfo> tagRecvAsync(MemorySegment buffer, long tag, long mask) {
-        lifecycle.ensureOpen();
-        return worker.tagRecv(this, buffer, tag, mask);
-    }
-
-    /** Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long)}. */
-    public TagInfo tagRecv(MemorySegment buffer, long tag, long mask) {
-        return rt.engine.call(() -> tagRecvAsync(buffer, tag, mask), "tagRecv");
-    }
-
-    /**
-     * Like {@link #tagRecv(MemorySegment, long, long)} with a time limit; on timeout the receive is
-     * canceled and {@link UcxTimeoutException} thrown.
-     */
-    public TagInfo tagRecv(MemorySegment buffer, long tag, long mask, Duration timeout) {
-        return worker.awaitOrCancel(() -> tagRecvAsync(buffer, tag, mask), "tagRecv", timeout);
-    }
-
-    /** Receives into a byte array (copied back on completion). */
-    public UcxFuture<TagInfo> tagRecvAsync(byte[] data, long tag, long mask) {
-        return tagRecvAsync(MemorySegment.ofArray(data), tag, mask);
-    }
-
-    /** Blocking twin of {@link #tagRecvAsync(byte[], long, long)}. */
-    public TagInfo tagRecv(byte[] data, long tag, long mask) {
-        return tagRecv(MemorySegment.ofArray(data), tag, mask);
-    }
-
     // ------------------------------------------------------------------ stream
 
     /**
@@ -204,7 +158,7 @@ public final class UcxEndpoint implements AutoCloseable {
             // A stream has no message boundaries, so an empty send is a no-op; UCX 1.13 also asserts on
             // receiving an empty stream fragment, so it must not reach the wire.
             lifecycle.ensureOpen();
-            f.complete(null);
+            f.succeed(null);
             return f;
         }
         Operation op = f.track(rt, OperationKind.STREAM_SEND, lifecycle, buffer.byteSize());
@@ -241,7 +195,7 @@ public final class UcxEndpoint implements AutoCloseable {
         UcxFuture<Long> f = new UcxFuture<>();
         if (buffer.byteSize() == 0) {
             lifecycle.ensureOpen();
-            f.complete(0L);
+            f.succeed(0L);
             return f;
         }
         Operation op = f.track(rt, OperationKind.STREAM_RECV, lifecycle, buffer.byteSize());
@@ -274,7 +228,7 @@ public final class UcxEndpoint implements AutoCloseable {
      * Sends an active message: the receiver's handler for {@code id} gets the header and the body, with
      * no receive posted in advance.
      *
-     * @param id the handler id, 0 .. 65534
+     * @param id the handler id, 1 .. 65535 (0 is the simple channel, UCXX's {@code am_send})
      * @param header the user header (copied; at most {@link UcxWorker#maxAmHeader()} bytes)
      * @param body the body (see the class comment about memory)
      * @param mode eager, rendezvous, or let UCX choose
@@ -289,7 +243,7 @@ public final class UcxEndpoint implements AutoCloseable {
     /**
      * Sends an active message whose body is several segments, gathered by UCX (a scatter-gather send).
      *
-     * @param id the handler id, 0 .. 65534
+     * @param id the handler id, 1 .. 65535
      * @param header the user header (copied)
      * @param body the body parts, in order
      * @param mode eager, rendezvous, or let UCX choose
@@ -308,32 +262,32 @@ public final class UcxEndpoint implements AutoCloseable {
 
     /**
      * Sends {@code body} on this endpoint's simple active-message channel: the peer receives it with
-     * {@link #amRecvAsync()} on its endpoint to us, needing no size in advance (like UCXX's
-     * {@code am_send}/{@code am_recv}).
+     * {@link #amRecvAsync()} on its endpoint to us, needing no size in advance. The wire format is UCXX's
+     * {@code am_send}/{@code am_recv} (AM id 0 and UCXX's 14-byte header: memory type, has-callback,
+     * memory-type policy, user-header length), so a UCXX peer's {@code am_recv} receives it and its
+     * {@code am_send} reaches our {@link #amRecvAsync()}.
      *
-     * @param body the bytes
+     * @param body the bytes (host memory)
      * @return completes when the body may be reused
      */
     public UcxFuture<Void> amSendAsync(MemorySegment body) {
-        return simple.send(body);
+        return simple.send(body, MemoryKind.HOST);
     }
 
     /**
      * Sends {@code body}, memory of the given kind, on this endpoint's simple active-message channel: the
-     * peer's worker receives it into memory from its allocator for that kind
-     * ({@link UcxWorker#setAmAllocator(MemoryKind, AmAllocator)}), as UCXX's {@code am_send} of a CUDA
-     * buffer. A one-byte header carries the kind; host bodies carry none.
+     * header names the kind as UCX's memory type, and the peer's worker receives the body into memory from
+     * its allocator for that kind ({@link UcxWorker#setAmAllocator(MemoryKind, AmAllocator)}), as UCXX's
+     * {@code am_send} of a CUDA buffer. Device bodies are sent with UCXX's strict policy: a receiver
+     * without an allocator for the kind fails that receive with the reason rather than landing the body
+     * in host memory.
      *
      * @param body the bytes (device memory for {@link MemoryKind#CUDA})
      * @param kind the kind of {@code body}'s memory
      * @return completes when the body may be reused
      */
     public UcxFuture<Void> amSendAsync(MemorySegment body, MemoryKind kind) {
-        if (kind == MemoryKind.HOST) {
-            return amSendAsync(body);
-        }
-        MemorySegment header = MemorySegment.ofArray(new byte[] {(byte) kind.wireCode()});
-        return startAmSend(ActiveMessages.SIMPLE_ID, header, body, null, AmSendMode.AUTO);
+        return simple.send(body, Objects.requireNonNull(kind, "kind"));
     }
 
     /** Blocking twin of {@link #amSendAsync(MemorySegment)}. */

@@ -1,25 +1,82 @@
 package org.ucx4j;
 
+import java.lang.ref.WeakReference;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import org.ucx4j.internal.worker.Completion;
 import org.ucx4j.internal.worker.NativeWorker;
 import org.ucx4j.internal.worker.Operation;
 import org.ucx4j.internal.worker.OperationKind;
 import org.ucx4j.internal.worker.OperationOwner;
 
 /**
- * The future of one UCX operation. A plain {@link CompletableFuture} except for {@link #cancel}: it asks
- * UCX to cancel the request, and the future completes (exceptionally, with
- * {@link UcxCanceledException}) only when UCX has released the buffer. Completing at once, as
- * {@code CompletableFuture} would, could let the caller reuse memory that UCX is still writing into.
+ * The future of one UCX operation: a {@link CompletableFuture} that only ucx4j completes.
  *
- * <p>Threading: completes on the worker's progress thread; dependent stages without an executor run
- * there too (keep them short, and never call blocking ucx4j methods in them). {@code cancel} may be
- * called from any thread.
+ * <p><b>Why users cannot complete it.</b> While an operation is in flight UCX owns its buffer: it may
+ * still write into a receive buffer or read a send buffer. If user code could complete the future
+ * ({@code complete}, {@code obtrudeValue}, {@code completeOnTimeout}, ...) it would look finished while
+ * UCX still owned the buffer, and closing the buffer's arena would let UCX write into freed memory. So
+ * {@link #complete}, {@link #completeExceptionally}, {@link #obtrudeValue}, {@link #obtrudeException},
+ * {@link #completeAsync(Supplier)}, {@link #completeAsync(Supplier, Executor)} and
+ * {@link #completeOnTimeout} throw {@link UnsupportedOperationException}, and the two that may end an
+ * operation early go through UCX instead:
+ *
+ * <ul>
+ *   <li>{@link #cancel(boolean)} asks UCX to cancel the request ({@code ucp_request_cancel}); the future
+ *       fails with {@link UcxCanceledException} only when UCX has released the request, and completes
+ *       normally if the operation finished first. UCX cancels receives that have not matched a message
+ *       yet (tag, stream, simple active-message receives); a send, flush or RMA operation cannot be taken
+ *       back and completes when UCX is done with its buffer (or its endpoint fails or closes).
+ *   <li>{@link #orTimeout} schedules that same cancellation for the deadline; the future then fails with
+ *       {@link UcxTimeoutException} (not {@code java.util.concurrent.TimeoutException}), again only once
+ *       UCX has released the request.
+ * </ul>
+ *
+ * <p>So whenever this future is done, ucx4j and UCX are done with the buffers it was given, and they may
+ * be freed. Dependent stages ({@code thenApply}, {@code copy()}, {@code minimalCompletionStage()}, ...)
+ * are plain {@code CompletableFuture}s: completing one of them touches neither this future nor UCX (so
+ * it says nothing about the buffer: wait for this future before freeing it). {@link #toCompletableFuture()}
+ * returns this future itself.
+ *
+ * <p><b>Threading.</b> Every method may be called from any thread. ucx4j completes the future, and so
+ * runs the dependent stages attached without an executor, on the worker's progress thread
+ * ({@link ProgressMode#THREAD_BLOCKING}, {@link ProgressMode#THREAD_POLLING}), or in
+ * {@link ProgressMode#CALLER} mode on the thread inside {@link UcxWorker#progress()} or a blocking call
+ * of that worker; never on a thread that only submits an operation or waits for one on a threaded
+ * worker. Two exceptions: a stage attached to a future that is already done runs at once on the
+ * attaching thread (the {@code CompletableFuture} rule), and operations still pending when their worker
+ * is destroyed fail on the thread that closes the worker. Such stages must be short and must not block:
+ * blocking ucx4j calls on the same worker are refused there with {@link IllegalStateException}, starting
+ * asynchronous operations is fine; for longer work use the {@code ...Async(fn, executor)} variants.
+ * {@link #cancel} and {@link #orTimeout} only request: the completion they cause happens on the progress
+ * thread like any other.
  *
  * @param <T> the result type
  */
 public final class UcxFuture<T> extends CompletableFuture<T> {
     private volatile Operation operation;
+    private volatile Completion.Canceller canceller;
+    /** Completes this future on ucx4j's behalf; never handed to users. */
+    private final Completion completion = new Completion() {
+        @Override
+        @SuppressWarnings("unchecked") // an operation's value has the future's type by construction
+        public boolean succeed(Object value) {
+            return UcxFuture.super.complete((T) value);
+        }
+
+        @Override
+        public boolean fail(Throwable error) {
+            return UcxFuture.super.completeExceptionally(error);
+        }
+
+        @Override
+        public boolean isDone() {
+            return UcxFuture.this.isDone();
+        }
+    };
 
     UcxFuture() {}
 
@@ -33,30 +90,182 @@ public final class UcxFuture<T> extends CompletableFuture<T> {
      * @return the operation, not yet submitted
      */
     Operation track(NativeWorker worker, OperationKind kind, OperationOwner owner, long length) {
-        Operation op = new Operation(worker, kind, owner, length, this);
+        Operation op = new Operation(worker, kind, owner, length, completion);
         this.operation = op;
         return op;
     }
 
-    /**
-     * Asks UCX to cancel the operation. Returns at once; the future completes with
-     * {@link UcxCanceledException} when UCX confirms (or normally, if the operation finished first).
-     *
-     * @param mayInterruptIfRunning ignored
-     * @return true when a cancellation was requested for a still-pending operation
-     */
-    @Override
-    public boolean cancel(boolean mayInterruptIfRunning) {
-        Operation op = operation;
-        if (op == null || isDone()) {
-            return false;
-        }
-        op.cancel();
-        return true;
+    /** Sets how {@link #cancel} and {@link #orTimeout} cancel a future that is not one UCX request. */
+    UcxFuture<T> cancelWith(Completion.Canceller how) {
+        this.canceller = how;
+        return this;
+    }
+
+    /** ucx4j completes the future. */
+    boolean succeed(T value) {
+        return completion.succeed(value);
+    }
+
+    /** ucx4j fails the future. */
+    boolean fail(Throwable error) {
+        return completion.fail(error);
+    }
+
+    /** Completes this future as {@code from} completes (ucx4j's plumbing: one operation's result for another). */
+    void completeFrom(CompletableFuture<? extends T> from) {
+        from.whenComplete((v, e) -> {
+            if (e != null) {
+                fail(e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e);
+            } else {
+                succeed(v);
+            }
+        });
     }
 
     /**
-     * Dependent stages are plain futures: cancelling one of them does not reach UCX.
+     * Requests the cancellation of the operation through UCX. Returns at once; the future fails with
+     * {@link UcxCanceledException} when UCX has released the request, or completes normally if the
+     * operation finished first (see the class comment for which operations UCX can cancel).
+     *
+     * @param mayInterruptIfRunning ignored
+     * @return true when a cancellation was requested for an operation still pending; false when the
+     *     future is done or stands for something that cannot be canceled (an endpoint close)
+     */
+    @Override
+    public boolean cancel(boolean mayInterruptIfRunning) {
+        return requestCancel(null);
+    }
+
+    /**
+     * Fails the future with {@link UcxTimeoutException} if it has not completed within the time, by
+     * canceling the operation through UCX at the deadline (as {@link #cancel}): the future fails only once
+     * UCX has released the request, and an operation UCX cannot cancel (a send) is not ended early.
+     *
+     * @param timeout how long from now
+     * @param unit the unit of {@code timeout}
+     * @return this future
+     * @throws UnsupportedOperationException for a future that cannot be canceled (an endpoint close, which
+     *     has the worker's close timeout)
+     */
+    @Override
+    public UcxFuture<T> orTimeout(long timeout, TimeUnit unit) {
+        Objects.requireNonNull(unit, "unit");
+        if (isDone()) {
+            return this;
+        }
+        if (operation == null && canceller == null) {
+            throw new UnsupportedOperationException(
+                    "this ucx4j future cannot be canceled, so it cannot time out (an endpoint close has the worker's"
+                            + " close timeout)");
+        }
+        WeakReference<UcxFuture<T>> self = new WeakReference<>(this);
+        String limit = unit.toMillis(timeout) + " ms";
+        CompletableFuture.delayedExecutor(timeout, unit).execute(() -> {
+            UcxFuture<T> f = self.get();
+            if (f != null && !f.isDone()) {
+                f.requestCancel(new UcxTimeoutException(
+                        "orTimeout", UcxStatus.TIMED_OUT.code(), "no completion within " + limit + "; canceled"));
+            }
+        });
+        return this;
+    }
+
+    private boolean requestCancel(UcxException reason) {
+        if (isDone()) {
+            return false;
+        }
+        Operation op = operation;
+        if (op != null) {
+            op.cancel(reason);
+            return true;
+        }
+        Completion.Canceller c = canceller;
+        if (c != null) {
+            c.cancel(reason != null ? reason : new UcxCanceledException("cancel", "canceled by the caller"));
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * Refused: only ucx4j completes this future (see the class comment).
+     *
+     * @throws UnsupportedOperationException always
+     */
+    @Override
+    public boolean complete(T value) {
+        throw refused("complete");
+    }
+
+    /**
+     * Refused: only ucx4j completes this future; {@link #cancel} ends an operation early, through UCX.
+     *
+     * @throws UnsupportedOperationException always
+     */
+    @Override
+    public boolean completeExceptionally(Throwable ex) {
+        throw refused("completeExceptionally");
+    }
+
+    /**
+     * Refused: only ucx4j completes this future.
+     *
+     * @throws UnsupportedOperationException always
+     */
+    @Override
+    public void obtrudeValue(T value) {
+        throw refused("obtrudeValue");
+    }
+
+    /**
+     * Refused: only ucx4j completes this future.
+     *
+     * @throws UnsupportedOperationException always
+     */
+    @Override
+    public void obtrudeException(Throwable ex) {
+        throw refused("obtrudeException");
+    }
+
+    /**
+     * Refused: only ucx4j completes this future.
+     *
+     * @throws UnsupportedOperationException always
+     */
+    @Override
+    public UcxFuture<T> completeAsync(Supplier<? extends T> supplier) {
+        throw refused("completeAsync");
+    }
+
+    /**
+     * Refused: only ucx4j completes this future.
+     *
+     * @throws UnsupportedOperationException always
+     */
+    @Override
+    public UcxFuture<T> completeAsync(Supplier<? extends T> supplier, Executor executor) {
+        throw refused("completeAsync");
+    }
+
+    /**
+     * Refused: a value in place of the operation's result would leave UCX owning the buffer; use
+     * {@link #orTimeout} (which cancels through UCX) and recover with {@code exceptionally}.
+     *
+     * @throws UnsupportedOperationException always
+     */
+    @Override
+    public UcxFuture<T> completeOnTimeout(T value, long timeout, TimeUnit unit) {
+        throw refused("completeOnTimeout");
+    }
+
+    private static UnsupportedOperationException refused(String what) {
+        return new UnsupportedOperationException("UcxFuture." + what + ": only ucx4j completes the future of a UCX "
+                + "operation (UCX may still own its buffer); use cancel() or orTimeout(), which cancel through UCX");
+    }
+
+    /**
+     * Dependent stages are plain futures: completing or cancelling one of them touches neither this
+     * future nor UCX.
      */
     @Override
     public <U> CompletableFuture<U> newIncompleteFuture() {

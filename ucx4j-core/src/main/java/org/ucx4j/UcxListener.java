@@ -22,7 +22,8 @@ import org.ucx4j.internal.Ucp;
  * <p>Ownership: owned by its worker (closed with it) and the caller. Closing stops new connections;
  * endpoints already accepted stay open. Idempotent.
  *
- * <p>Threading: safe from any thread; the {@link ConnectionHandler} runs on the progress thread.
+ * <p>Threading: safe from any thread; the {@link ConnectionHandler} runs on the progress thread (in
+ * {@link ProgressMode#CALLER} mode, on the thread progressing the worker).
  */
 public final class UcxListener implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(UcxListener.class);

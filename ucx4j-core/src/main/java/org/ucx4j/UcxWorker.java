@@ -36,9 +36,11 @@ import org.ucx4j.internal.worker.WorkerEvents;
  * the place where tag receives are matched.
  *
  * <p>Threading: safe from any thread, including virtual threads. UCX is only ever called by one thread at
- * a time: see {@link ProgressMode} for who drives progress. Futures complete on the progress thread;
- * blocking methods called from there (inside a callback or a dependent stage) are refused with
- * {@link IllegalStateException}, because they could never complete.
+ * a time: see {@link ProgressMode} for who drives progress. Handlers and the continuations of this
+ * worker's futures run on its progress thread (in {@link ProgressMode#CALLER} mode, on the thread inside
+ * {@link #progress()} or a blocking call), never on a thread that merely submits an operation or waits on
+ * a threaded worker; blocking methods called from there are refused with {@link IllegalStateException},
+ * because they could never complete. The full contract: {@linkplain org.ucx4j the package description}.
  *
  * <p>Ownership: owned by its {@link UcxContext} and the caller; owns its listeners and endpoints.
  * {@link #close()} closes listeners, then endpoints (gracefully, within the close timeout), cancels what
@@ -108,8 +110,9 @@ public final class UcxWorker implements AutoCloseable {
      * Registers the handler for active messages with {@code id}, replacing any earlier one; null removes
      * it (messages for an id without a handler are dropped with a warning, as UCX does).
      *
-     * @param id 0 .. 65534 (65535 is the simple channel of {@link UcxEndpoint#amSendAsync(MemorySegment)})
-     * @param handler runs on the progress thread for each message, or null
+     * @param id 1 .. 65535 (0 is the simple channel of {@link UcxEndpoint#amSendAsync(MemorySegment)}, UCXX's
+     *     {@code am_send}/{@code am_recv})
+     * @param handler runs for each message where handlers run (the progress thread), or null
      * @throws IllegalStateException when the context was created without {@link Feature#AM}
      */
     public void setAmHandler(int id, AmHandler handler) {
@@ -124,7 +127,7 @@ public final class UcxWorker implements AutoCloseable {
     /**
      * Sets where received active-message bodies go ({@link AmAllocator#host()} by default).
      *
-     * @param allocator the allocator, called on the progress thread
+     * @param allocator the allocator, called where handlers run (the progress thread)
      */
     public void setAmAllocator(AmAllocator allocator) {
         activeMessages.allocator(allocator);
@@ -140,7 +143,7 @@ public final class UcxWorker implements AutoCloseable {
      * handler id use.
      *
      * @param kind the memory kind the sender names
-     * @param allocator an allocator whose {@link AmAllocator#kind()} is {@code kind}, called on the progress thread
+     * @param allocator an allocator whose {@link AmAllocator#kind()} is {@code kind}, called where handlers run
      * @throws IllegalArgumentException when the allocator's kind differs
      */
     public void setAmAllocator(MemoryKind kind, AmAllocator allocator) {
@@ -160,9 +163,10 @@ public final class UcxWorker implements AutoCloseable {
         if (!context.features().contains(Feature.AM)) {
             throw new IllegalStateException("the context of worker " + name + " was created without Feature.AM");
         }
-        if (id < 0 || id > ActiveMessages.MAX_USER_ID) {
-            throw new IllegalArgumentException(
-                    "active message id " + id + " is outside 0.." + ActiveMessages.MAX_USER_ID);
+        if (id < ActiveMessages.MIN_USER_ID || id > ActiveMessages.MAX_USER_ID) {
+            throw new IllegalArgumentException("active message id " + id + " is outside "
+                    + ActiveMessages.MIN_USER_ID + ".." + ActiveMessages.MAX_USER_ID
+                    + (id == ActiveMessages.SIMPLE_ID ? " (0 is the simple channel, UCXX's am_send/am_recv)" : ""));
         }
     }
 
@@ -347,7 +351,7 @@ public final class UcxWorker implements AutoCloseable {
      * Listens on all interfaces and accepts every connection.
      *
      * @param port the port, 0 for any free one
-     * @param onAccepted receives each new endpoint, on the progress thread
+     * @param onAccepted receives each new endpoint, where handlers run (the progress thread)
      * @return the listener, owned by this worker and the caller
      * @throws UcxException when the port is in use or cannot be bound
      */
@@ -360,7 +364,7 @@ public final class UcxWorker implements AutoCloseable {
      * Listens on an address; the handler decides about each connection.
      *
      * @param bindAddress the address to bind (port 0 for any free port)
-     * @param handler accepts or rejects each request, on the progress thread
+     * @param handler accepts or rejects each request, where handlers run (the progress thread)
      * @return the listener, owned by this worker and the caller
      * @throws UcxException naming the address when it cannot be bound (e.g. the port is in use)
      */
@@ -396,10 +400,12 @@ public final class UcxWorker implements AutoCloseable {
     // ------------------------------------------------------------------ tag receive
 
     /**
-     * Receives a tagged message from any endpoint whose tag matches {@code tag} on the bits set in
-     * {@code mask}.
+     * Receives a tagged message whose tag matches {@code tag} on the bits set in {@code mask}, from any
+     * endpoint of this worker: UCX matches tag receives per worker, not per endpoint, so whichever peer
+     * sends a matching tag first fills the receive (give each peer its own tags to tell them apart).
      *
-     * @param buffer where to receive (a longer message fails with {@code MESSAGE_TRUNCATED})
+     * @param buffer where to receive (a longer message fails with {@code MESSAGE_TRUNCATED}); native memory
+     *     is used in place and must stay alive until the future completes, heap memory is copied back
      * @param tag the tag to match
      * @param mask which bits must match ({@code -1L} for all)
      * @return the sender's tag and the length
@@ -409,6 +415,31 @@ public final class UcxWorker implements AutoCloseable {
         return tagRecv(null, buffer, tag, mask);
     }
 
+    /**
+     * Like {@link #tagRecvAsync(MemorySegment, long, long)}, and tied to an endpoint's lifetime: the
+     * receive fails with the endpoint's error if the endpoint fails, and as canceled if it closes, so a
+     * receive that only {@code boundTo}'s peer was meant to satisfy does not wait forever for a dead peer.
+     * It is not a filter: matching stays per worker, and a message with a matching tag from another peer
+     * fills it just the same (UCX cannot tell senders apart in a tag receive).
+     *
+     * @param buffer where to receive
+     * @param tag the tag to match
+     * @param mask which bits must match
+     * @param boundTo the endpoint whose failure or close ends the receive; one of this worker's
+     * @return the sender's tag and the length
+     * @throws IllegalArgumentException when {@code boundTo} belongs to another worker
+     * @throws IllegalStateException when {@code boundTo} is closed ({@link UcxException}, when it failed)
+     */
+    public UcxFuture<TagInfo> tagRecvAsync(MemorySegment buffer, long tag, long mask, UcxEndpoint boundTo) {
+        checkBinding(boundTo);
+        return tagRecv(boundTo, buffer, tag, mask);
+    }
+
+    /** Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long, UcxEndpoint)}. */
+    public TagInfo tagRecv(MemorySegment buffer, long tag, long mask, UcxEndpoint boundTo) {
+        return rt.engine.call(() -> tagRecvAsync(buffer, tag, mask, boundTo), "tagRecv");
+    }
+
     /** Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long)}. */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask) {
         return rt.engine.call(() -> tagRecvAsync(buffer, tag, mask), "tagRecv");
@@ -416,7 +447,7 @@ public final class UcxWorker implements AutoCloseable {
 
     /**
      * Like {@link #tagRecv(MemorySegment, long, long)} with a time limit; on timeout the receive is canceled
-     * and {@link UcxTimeoutException} thrown.
+     * through UCX and {@link UcxTimeoutException} thrown once UCX has released the buffer.
      */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask, Duration timeout) {
         return awaitOrCancel(() -> tagRecvAsync(buffer, tag, mask), "tagRecv", timeout);
@@ -432,12 +463,31 @@ public final class UcxWorker implements AutoCloseable {
         return tagRecv(MemorySegment.ofArray(data), tag, mask);
     }
 
+    /** Receives into a byte array (copied back), tied to an endpoint's lifetime (not a filter; see above). */
+    public UcxFuture<TagInfo> tagRecvAsync(byte[] data, long tag, long mask, UcxEndpoint boundTo) {
+        return tagRecvAsync(MemorySegment.ofArray(data), tag, mask, boundTo);
+    }
+
+    /** Blocking twin of {@link #tagRecvAsync(byte[], long, long, UcxEndpoint)}. */
+    public TagInfo tagRecv(byte[] data, long tag, long mask, UcxEndpoint boundTo) {
+        return tagRecv(MemorySegment.ofArray(data), tag, mask, boundTo);
+    }
+
     /** Receives into a buffer's position..limit (direct zero-copy, heap copied back). */
     public UcxFuture<TagInfo> tagRecvAsync(ByteBuffer data, long tag, long mask) {
         return tagRecvAsync(MemorySegment.ofBuffer(data), tag, mask);
     }
 
-    UcxFuture<TagInfo> tagRecv(UcxEndpoint ep, MemorySegment buffer, long tag, long mask) {
+    private void checkBinding(UcxEndpoint boundTo) {
+        Objects.requireNonNull(boundTo, "boundTo");
+        if (boundTo.worker() != this) {
+            throw new IllegalArgumentException("tag receive on worker " + name + " bound to an endpoint of worker "
+                    + boundTo.worker().name());
+        }
+        boundTo.lifecycle().ensureOpen();
+    }
+
+    private UcxFuture<TagInfo> tagRecv(UcxEndpoint ep, MemorySegment buffer, long tag, long mask) {
         UcxFuture<TagInfo> f = new UcxFuture<>();
         Operation op = f.track(rt, OperationKind.TAG_RECV, UcxEndpoint.ownerOf(ep), buffer.byteSize());
         MemorySegment dst = Buffers.forReceive(op, buffer);
@@ -451,7 +501,7 @@ public final class UcxWorker implements AutoCloseable {
 
     /**
      * Receives one tagged message from any endpoint into several native segments, in order (a scatter
-     * receive).
+     * receive). Matching is per worker, as for {@link #tagRecvAsync(MemorySegment, long, long)}.
      *
      * @param segments where to receive; their total is the largest message accepted
      * @param tag the tag to match
@@ -463,7 +513,22 @@ public final class UcxWorker implements AutoCloseable {
         return tagRecvIov(null, segments, tag, mask);
     }
 
-    UcxFuture<TagInfo> tagRecvIov(UcxEndpoint ep, List<MemorySegment> segments, long tag, long mask) {
+    /**
+     * A scatter receive tied to an endpoint's lifetime, as
+     * {@link #tagRecvAsync(MemorySegment, long, long, UcxEndpoint)} (not a filter: matching is per worker).
+     *
+     * @param segments where to receive, in order
+     * @param tag the tag to match
+     * @param mask which bits must match
+     * @param boundTo the endpoint whose failure or close ends the receive; one of this worker's
+     * @return the sender's tag and the total length
+     */
+    public UcxFuture<TagInfo> tagRecvAsync(List<MemorySegment> segments, long tag, long mask, UcxEndpoint boundTo) {
+        checkBinding(boundTo);
+        return tagRecvIov(boundTo, segments, tag, mask);
+    }
+
+    private UcxFuture<TagInfo> tagRecvIov(UcxEndpoint ep, List<MemorySegment> segments, long tag, long mask) {
         UcxFuture<TagInfo> f = new UcxFuture<>();
         Operation op = f.track(rt, OperationKind.TAG_RECV_IOV, UcxEndpoint.ownerOf(ep), Iov.total(segments));
         MemorySegment list = Iov.forReceive(op, segments);
@@ -585,6 +650,12 @@ public final class UcxWorker implements AutoCloseable {
         return rt.engine.await(f, what);
     }
 
+    /**
+     * Waits for an operation up to {@code timeout}; past it, cancels the operation through UCX and waits
+     * until UCX has released it before throwing {@link UcxTimeoutException}, so the caller may free the
+     * buffer as soon as this returns or throws (UCX completes a canceled receive at once; a worker close
+     * fails whatever is left, so this cannot wait forever).
+     */
     <T> T awaitOrCancel(Supplier<UcxFuture<T>> start, String what, Duration timeout) {
         rt.engine.checkMayBlock(what);
         UcxFuture<T> f = start.get();
@@ -594,7 +665,7 @@ public final class UcxWorker implements AutoCloseable {
             if (!f.isDone()) {
                 f.cancel(false);
                 try {
-                    rt.engine.await(f, what, TimeUnit.SECONDS.toNanos(5));
+                    rt.engine.await(f, what);
                 } catch (UcxException ignored) {
                     // Canceled, as asked; or it raced to completion, but the caller was told it timed out.
                 }
@@ -627,7 +698,9 @@ public final class UcxWorker implements AutoCloseable {
         long timeout = options.closeTimeout().toNanos();
         try {
             CompletableFuture<List<UcxFuture<Void>>> started = new CompletableFuture<>();
-            rt.engine.execute(() -> {
+            // Queued for the progress thread: the closes cancel pending operations, whose continuations
+            // run there by the threading contract (in CALLER mode, drive() runs it on this thread).
+            rt.engine.later(() -> {
                 List<UcxFuture<Void>> closes = new ArrayList<>();
                 try {
                     connections.closeAll(closes);

@@ -94,19 +94,29 @@ final class WorkerConnections {
     private UcxFuture<UcxEndpoint> connect(
             String target, InetSocketAddress peer, EndpointErrorHandler errorHandler, EndpointParams fill) {
         UcxFuture<UcxEndpoint> result = new UcxFuture<>();
+        UcxEndpoint[] made = new UcxEndpoint[1]; // lock holder only
+        boolean[] failing = new boolean[1]; // lock holder only: one failure path per connect
+        // Canceling a connect (or its orTimeout) releases the half-made endpoint, like a connect timeout;
+        // queued behind the creation task, so the endpoint exists by then unless creation failed.
+        result.cancelWith(reason -> rt.engine.later(() -> {
+            if (!result.isDone() && !failing[0] && made[0] != null) {
+                failing[0] = true;
+                failConnect(made[0], result, reason);
+            }
+        }));
         rt.engine.execute(() -> {
             UcxEndpoint ep;
             try {
                 ep = createEndpoint(fill, peer, errorHandler, "ucp_ep_create (connect " + target + ")");
             } catch (Throwable t) {
-                result.completeExceptionally(t);
+                result.fail(t);
                 return;
             }
+            made[0] = ep;
             UcxFuture<Void> flushed = new UcxFuture<>();
             Operation flush = flushed.track(rt, OperationKind.CONNECT, ep.owner(), 0);
             ep.startFlush(flush);
             long timeoutNanos = options.connectTimeout().toNanos();
-            boolean[] failing = new boolean[1]; // lock holder only: one failure path per connect
             TimerQueue.Timer timer = flushed.isDone()
                     ? null
                     : rt.timers.schedule(timeoutNanos, () -> {
@@ -127,7 +137,7 @@ final class WorkerConnections {
                     timer.cancel();
                 }
                 if (e == null) {
-                    result.complete(ep);
+                    result.succeed(ep);
                 } else if (!result.isDone() && !failing[0]) {
                     failing[0] = true;
                     int raw = e instanceof UcxException ue ? ue.rawStatus() : UcxStatus.UNREACHABLE.code();
@@ -145,7 +155,7 @@ final class WorkerConnections {
     /** Releases the half-made endpoint, then fails the connect: a failed connect leaves nothing behind. */
     private static void failConnect(UcxEndpoint ep, UcxFuture<UcxEndpoint> result, UcxException why) {
         UcxFuture<Void> closed = new UcxFuture<>();
-        closed.whenComplete((v, e) -> result.completeExceptionally(why));
+        closed.whenComplete((v, e) -> result.fail(why));
         ep.startClose(CloseMode.FORCE, closed);
     }
 

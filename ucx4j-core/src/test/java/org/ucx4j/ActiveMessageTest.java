@@ -198,7 +198,11 @@ class ActiveMessageTest {
                 IllegalArgumentException.class,
                 () -> toServer.amSendAsync(3, tooBig, arena.allocate(10), AmSendMode.AUTO));
         assertTrue(e.getMessage().contains("maximum of " + max), e.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> server.setAmHandler(0xFFFF, m -> {}));
+        // The simple channel's id is reserved (UCXX's am_send uses AM id 0); ids past 16 bits do not exist.
+        IllegalArgumentException reserved =
+                assertThrows(IllegalArgumentException.class, () -> server.setAmHandler(0, m -> {}));
+        assertTrue(reserved.getMessage().contains("simple channel"), reserved.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> server.setAmHandler(0x10000, m -> {}));
     }
 
     @Test

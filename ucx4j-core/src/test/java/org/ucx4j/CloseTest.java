@@ -45,7 +45,7 @@ class CloseTest {
             UcxEndpoint ep = Loopback.connect(server, client).client();
             List<UcxFuture<?>> pending = new ArrayList<>();
             for (int i = 0; i < 3; i++) {
-                pending.add(ep.tagRecvAsync(arena.allocate(64), 1000 + i, -1L));
+                pending.add(ep.worker().tagRecvAsync(arena.allocate(64), 1000 + i, -1L, ep));
             }
             pending.add(ep.streamRecvAsync(arena.allocate(16)));
             client.await(ep.closeAsync(mode), java.time.Duration.ofSeconds(10));

@@ -28,7 +28,7 @@ class LoopbackSmokeTest {
             TagInfo info = recv.get(10, TimeUnit.SECONDS);
             assertEquals(5, info.length());
             byte[] back = new byte[5];
-            var r2 = c.tagRecvAsync(back, 8, -1L);
+            var r2 = c.worker().tagRecvAsync(back, 8, -1L, c);
             s.tagSend(msg, 8);
             r2.get(10, TimeUnit.SECONDS);
             assertArrayEquals(msg, back);

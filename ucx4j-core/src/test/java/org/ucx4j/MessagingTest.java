@@ -133,7 +133,7 @@ class MessagingTest {
             byte[] out = new byte[100_000];
             new Random(7).nextBytes(out);
             byte[] in = new byte[100_000];
-            var reply = ep.tagRecvAsync(in, EchoProtocol.tag(id, 1) | EchoProtocol.REPLY_BIT, -1L);
+            var reply = ep.worker().tagRecvAsync(in, EchoProtocol.tag(id, 1) | EchoProtocol.REPLY_BIT, -1L, ep);
             ep.tagSend(out, EchoProtocol.tag(id, 1));
             assertEquals(out.length, worker.await(reply).length());
             assertTrue(java.util.Arrays.equals(out, in));
@@ -142,7 +142,7 @@ class MessagingTest {
                 direct.put(i, (byte) i);
             }
             byte[] back = new byte[1000];
-            reply = ep.tagRecvAsync(back, EchoProtocol.tag(id, 2) | EchoProtocol.REPLY_BIT, -1L);
+            reply = ep.worker().tagRecvAsync(back, EchoProtocol.tag(id, 2) | EchoProtocol.REPLY_BIT, -1L, ep);
             ep.tagSend(direct, EchoProtocol.tag(id, 2));
             worker.await(reply);
             for (int i = 0; i < 1000; i++) {
@@ -159,7 +159,8 @@ class MessagingTest {
                 Arena arena = Arena.ofShared()) {
             EchoProtocol.hello(ep, id);
             MemorySegment never = arena.allocate(64);
-            UcxFuture<TagInfo> pending = ep.tagRecvAsync(never, EchoProtocol.tag(id, 99) | EchoProtocol.REPLY_BIT, -1L);
+            UcxFuture<TagInfo> pending =
+                    ep.worker().tagRecvAsync(never, EchoProtocol.tag(id, 99) | EchoProtocol.REPLY_BIT, -1L, ep);
             MemorySegment out = arena.allocate(64);
             out.fill((byte) 3);
             MemorySegment in = arena.allocate(64);
@@ -182,7 +183,7 @@ class MessagingTest {
             EchoProtocol.hello(ep, id);
             MemorySegment out = arena.allocate(1000);
             MemorySegment small = arena.allocate(10);
-            var reply = ep.tagRecvAsync(small, EchoProtocol.tag(id, 5) | EchoProtocol.REPLY_BIT, -1L);
+            var reply = ep.worker().tagRecvAsync(small, EchoProtocol.tag(id, 5) | EchoProtocol.REPLY_BIT, -1L, ep);
             ep.tagSend(out, EchoProtocol.tag(id, 5));
             UcxException e = assertThrows(UcxException.class, () -> worker.await(reply));
             assertEquals(UcxStatus.MESSAGE_TRUNCATED, e.status());

@@ -48,7 +48,7 @@ class PeerDeathTest {
             peer.awaitLine("READY", Duration.ofSeconds(30));
 
             List<UcxFuture<?>> pending = new ArrayList<>();
-            pending.add(ep.tagRecvAsync(arena.allocate(1024), 0x1234, -1L));
+            pending.add(ep.worker().tagRecvAsync(arena.allocate(1024), 0x1234, -1L, ep));
             pending.add(ep.streamRecvAsync(arena.allocate(8)));
             MemorySegment big = arena.allocate(64L << 20, 64);
             // A rendezvous send the sink never receives: in flight until the peer dies.

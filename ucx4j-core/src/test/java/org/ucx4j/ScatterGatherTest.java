@@ -87,7 +87,7 @@ class ScatterGatherTest {
 
             // Gathered send, scattered receive with a different split.
             List<MemorySegment> in = splitThree(arena, total);
-            UcxFuture<TagInfo> r2 = back.tagRecvAsync(in, 2, -1L);
+            UcxFuture<TagInfo> r2 = back.worker().tagRecvAsync(in, 2, -1L, back);
             ep.tagSend(out, 2);
             assertEquals(total, server.await(r2, Duration.ofSeconds(30)).length());
             assertEquals(-1L, expected.mismatch(concat(arena, in)));
@@ -139,7 +139,8 @@ class ScatterGatherTest {
             List<MemorySegment> out = parts(arena, 8, 5);
             MemorySegment expected = concat(arena, out);
             List<MemorySegment> in = splitThree(arena, expected.byteSize());
-            UcxFuture<TagInfo> reply = ep.tagRecvAsync(in, EchoProtocol.tag(77, 1) | EchoProtocol.REPLY_BIT, -1L);
+            UcxFuture<TagInfo> reply =
+                    ep.worker().tagRecvAsync(in, EchoProtocol.tag(77, 1) | EchoProtocol.REPLY_BIT, -1L, ep);
             ep.tagSend(out, EchoProtocol.tag(77, 1));
             assertEquals(
                     expected.byteSize(), w.await(reply, Duration.ofSeconds(30)).length());

@@ -98,7 +98,8 @@ final class BenchClient {
             UcxEndpoint ep, MessagePath path, MemorySegment control, BenchSettings run, ProgressBar bar) {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment ready = arena.allocate(BenchProtocol.MAX_READY_SIZE, 8);
-            UcxFuture<TagInfo> readied = ep.tagRecvAsync(ready, BenchProtocol.READY, BenchProtocol.ALL_BITS);
+            UcxFuture<TagInfo> readied =
+                    ep.worker().tagRecvAsync(ready, BenchProtocol.READY, BenchProtocol.ALL_BITS, ep);
             BenchProtocol.writeControl(control, run);
             ep.tagSend(control, BenchProtocol.CONTROL);
             long readyLength =
@@ -128,7 +129,7 @@ final class BenchClient {
     /** Tells the server the session is over and waits for its answer, so that closing loses nothing. */
     private static void sayBye(UcxEndpoint ep, MemorySegment control, Arena arena) {
         MemorySegment ack = arena.allocate(1);
-        UcxFuture<TagInfo> answered = ep.tagRecvAsync(ack, BenchProtocol.ACK, BenchProtocol.ALL_BITS);
+        UcxFuture<TagInfo> answered = ep.worker().tagRecvAsync(ack, BenchProtocol.ACK, BenchProtocol.ALL_BITS, ep);
         BenchProtocol.writeControl(control, null);
         ep.tagSend(control, BenchProtocol.CONTROL);
         ep.worker().await(answered, Duration.ofSeconds(30));
@@ -237,7 +238,7 @@ final class BenchClient {
         UcxFuture<TagInfo> acked = null;
         if (!op.oneSided()) {
             ack.set(ValueLayout.JAVA_BYTE, 0, (byte) 0);
-            acked = t.ep().tagRecvAsync(ack, BenchProtocol.ACK, BenchProtocol.ALL_BITS);
+            acked = t.ep().worker().tagRecvAsync(ack, BenchProtocol.ACK, BenchProtocol.ALL_BITS, t.ep());
         }
         if (op == BenchOp.GET) {
             BenchMemory.current().zero(buffers.first());
@@ -298,7 +299,7 @@ final class BenchClient {
                 long end = System.nanoTime();
                 // The server checks the first and last messages after the phase, then sends its verdict.
                 ack.set(ValueLayout.JAVA_BYTE, 0, (byte) 0);
-                t.ep().tagRecv(ack, BenchProtocol.ACK, BenchProtocol.ALL_BITS);
+                t.ep().worker().tagRecv(ack, BenchProtocol.ACK, BenchProtocol.ALL_BITS, t.ep());
                 if (ack.get(ValueLayout.JAVA_BYTE, 0) != 1) {
                     throw new IllegalStateException(
                             "the server found the " + what + " data corrupted (first or last message)");
@@ -312,7 +313,7 @@ final class BenchClient {
     private static void endOneSidedPhase(Target t, Arena arena, long seed, String what) {
         MemorySegment msg = arena.allocate(8, 8);
         MemorySegment ack = arena.allocate(1);
-        UcxFuture<TagInfo> acked = t.ep().tagRecvAsync(ack, BenchProtocol.ACK, BenchProtocol.ALL_BITS);
+        UcxFuture<TagInfo> acked = t.ep().worker().tagRecvAsync(ack, BenchProtocol.ACK, BenchProtocol.ALL_BITS, t.ep());
         BenchProtocol.writeSeed(msg, seed);
         t.ep().tagSend(msg, BenchProtocol.PHASE_END);
         t.worker().await(acked, Duration.ofSeconds(60));

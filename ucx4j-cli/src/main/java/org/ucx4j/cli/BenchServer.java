@@ -80,7 +80,7 @@ final class BenchServer {
                 MemorySegment control = arena.allocate(BenchProtocol.CONTROL_SIZE, 8);
                 MemorySegment ack = arena.allocate(1);
                 while (true) {
-                    TagInfo info = ep.tagRecv(control, BenchProtocol.CONTROL, BenchProtocol.ALL_BITS);
+                    TagInfo info = ep.worker().tagRecv(control, BenchProtocol.CONTROL, BenchProtocol.ALL_BITS, ep);
                     BenchSettings run = BenchProtocol.readControl(control, info.length());
                     if (run == null) {
                         // Answer the bye, so the client closes only after this side has read everything:
@@ -201,7 +201,7 @@ final class BenchServer {
             ep.tagSend(region.packRemoteKey(), BenchProtocol.READY);
             MemorySegment seed = arena.allocate(8, 8);
             for (int phase = 0; phase < run.phases(); phase++) {
-                TagInfo info = ep.tagRecv(seed, BenchProtocol.PHASE_END, BenchProtocol.ALL_BITS);
+                TagInfo info = ep.worker().tagRecv(seed, BenchProtocol.PHASE_END, BenchProtocol.ALL_BITS, ep);
                 if (info.length() != 8) {
                     throw new IllegalStateException("phase end of " + info.length() + " bytes, expected 8");
                 }

@@ -14,7 +14,9 @@ record TagPath(UcxEndpoint ep) implements MessagePath {
 
     @Override
     public CompletableFuture<Long> recv(MemorySegment buffer, Kind kind) {
-        return ep.tagRecvAsync(buffer, tag(kind), BenchProtocol.ALL_BITS).thenApply(TagInfo::length);
+        return ep.worker()
+                .tagRecvAsync(buffer, tag(kind), BenchProtocol.ALL_BITS, ep)
+                .thenApply(TagInfo::length);
     }
 
     static long tag(Kind kind) {

@@ -36,7 +36,7 @@ public final class EchoProtocol {
 
     /** Sends {@code data} with {@code tag} and receives the echo into {@code into}; returns the echo's length. */
     public static long echoTag(UcxWorker worker, UcxEndpoint ep, MemorySegment data, MemorySegment into, long tag) {
-        var reply = ep.tagRecvAsync(into, tag | REPLY_BIT, -1L);
+        var reply = ep.worker().tagRecvAsync(into, tag | REPLY_BIT, -1L, ep);
         ep.tagSend(data, tag);
         return worker.await(reply).length();
     }

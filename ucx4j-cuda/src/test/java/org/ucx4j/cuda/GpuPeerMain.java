@@ -53,13 +53,13 @@ public final class GpuPeerMain {
             Arena region = null;
             MemoryRegion mapped = null;
             while (true) {
-                ep.tagRecv(cmd, CONTROL, -1L);
+                ep.worker().tagRecv(cmd, CONTROL, -1L, ep);
                 long op = cmd.get(ValueLayout.JAVA_LONG, 0);
                 long size = cmd.get(ValueLayout.JAVA_LONG, 8);
                 if (op == TAG_ECHO) {
                     try (Arena a = Arena.ofShared()) {
                         MemorySegment buf = pool.allocate(size, a);
-                        ep.tagRecv(buf, DATA_IN, -1L);
+                        ep.worker().tagRecv(buf, DATA_IN, -1L, ep);
                         ep.tagSend(buf, DATA_OUT);
                     }
                 } else if (op == AM_ECHO) {

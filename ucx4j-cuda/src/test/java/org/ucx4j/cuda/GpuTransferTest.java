@@ -121,7 +121,7 @@ class GpuTransferTest {
                 MemorySegment dst = pool.allocate(size, a);
                 pool.copy(src, MemorySegment.ofArray(data));
                 control(GpuPeerMain.TAG_ECHO, size);
-                UcxFuture<?> recv = ep.tagRecvAsync(dst, GpuPeerMain.DATA_OUT, -1L);
+                UcxFuture<?> recv = ep.worker().tagRecvAsync(dst, GpuPeerMain.DATA_OUT, -1L, ep);
                 await(ep.tagSendAsync(src, GpuPeerMain.DATA_IN));
                 await(recv);
                 byte[] back = new byte[(int) size];
@@ -172,7 +172,7 @@ class GpuTransferTest {
             MemorySegment dst = pool.allocate(size, a);
             control(GpuPeerMain.TAG_ECHO, size);
             long t0 = System.nanoTime();
-            UcxFuture<?> recv = ep.tagRecvAsync(dst, GpuPeerMain.DATA_OUT, -1L);
+            UcxFuture<?> recv = ep.worker().tagRecvAsync(dst, GpuPeerMain.DATA_OUT, -1L, ep);
             await(ep.tagSendAsync(src, GpuPeerMain.DATA_IN));
             await(recv);
             return System.nanoTime() - t0;
@@ -208,7 +208,7 @@ class GpuTransferTest {
         long size = 8L << 20;
         control(GpuPeerMain.REGION, size);
         byte[] keyBytes = new byte[4096];
-        int n = (int) ep.tagRecv(keyBytes, GpuPeerMain.KEY, -1L).length();
+        int n = (int) ep.worker().tagRecv(keyBytes, GpuPeerMain.KEY, -1L, ep).length();
         RemoteKey key = ep.unpackRemoteKey(java.util.Arrays.copyOf(keyBytes, n));
         try (Arena a = Arena.ofShared()) {
             MemorySegment local = pool.allocate(size, a);
@@ -229,7 +229,7 @@ class GpuTransferTest {
             await(ep.flushAsync());
             control(GpuPeerMain.CHECK_REGION, 11);
             byte[] verdict = new byte[1];
-            ep.tagRecv(verdict, GpuPeerMain.VERDICT, -1L);
+            ep.worker().tagRecv(verdict, GpuPeerMain.VERDICT, -1L, ep);
             assertEquals(1, verdict[0], "the peer's GPU region holds what was put");
             key.close();
         }
@@ -245,7 +245,7 @@ class GpuTransferTest {
         for (int i = 0; i < 4; i++) {
             control(GpuPeerMain.TAG_ECHO, size);
             ops.add(ep.tagSendAsync(src, GpuPeerMain.DATA_IN));
-            ops.add(ep.tagRecvAsync(dst, GpuPeerMain.DATA_OUT, -1L));
+            ops.add(ep.worker().tagRecvAsync(dst, GpuPeerMain.DATA_OUT, -1L, ep));
         }
         peer.kill9();
         assertTrue(!peer.process().isAlive());
@@ -262,7 +262,9 @@ class GpuTransferTest {
         assertTrue(failed >= 1, "operations after the peer died must fail");
         assertTrue(took.toSeconds() < 60, "failed within the bound: " + took);
         // A new operation on the dead endpoint fails at once or through its future, never hangs.
-        assertThrows(Exception.class, () -> ep.tagRecvAsync(dst, 100, -1L).get(60, TimeUnit.SECONDS));
+        assertThrows(
+                Exception.class,
+                () -> ep.worker().tagRecvAsync(dst, 100, -1L, ep).get(60, TimeUnit.SECONDS));
         a.close();
         assertEquals(0, pool.usedBytes(), "GPU memory back in the pool");
         ep = null;

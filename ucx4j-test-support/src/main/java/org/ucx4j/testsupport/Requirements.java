@@ -25,6 +25,12 @@ public final class Requirements {
     /** The variable that turns a skipped GPU test into a failure. */
     public static final String REQUIRE_GPU = "UCX4J_REQUIRE_GPU";
 
+    /**
+     * Set to {@code 1} to make tests that need a UCXX peer (Python with {@code ucxx-cu13}) fail instead of
+     * skipping without one (CI installs it).
+     */
+    public static final String REQUIRE_UCXX = "UCX4J_REQUIRE_UCXX";
+
     private Requirements() {}
 
     /**

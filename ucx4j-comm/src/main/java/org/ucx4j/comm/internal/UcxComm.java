@@ -180,7 +180,9 @@ final class UcxComm extends AbstractComm {
         Incoming in = new Incoming();
         pipeline.addLast(in);
         headerPosted = true;
-        endpoint.tagRecvAsync(headerBuffer, myTag, -1L).whenComplete((info, err) -> onHeaderArrived(in, info, err));
+        endpoint.worker()
+                .tagRecvAsync(headerBuffer, myTag, -1L, endpoint)
+                .whenComplete((info, err) -> onHeaderArrived(in, info, err));
     }
 
     private void onHeaderArrived(Incoming in, TagInfo info, Throwable err) {
@@ -257,7 +259,7 @@ final class UcxComm extends AbstractComm {
             // may only be posted once this message's frame receives are.
             Arena tableArena = Arena.ofShared();
             MemorySegment table = tableArena.allocate(h.tableBytes());
-            endpoint.tagRecvAsync(table, myTag, -1L).whenComplete((ti, err) -> {
+            endpoint.worker().tagRecvAsync(table, myTag, -1L, endpoint).whenComplete((ti, err) -> {
                 try {
                     if (err != null) {
                         stop(in, lostError(err), false);
@@ -352,14 +354,16 @@ final class UcxComm extends AbstractComm {
         CompletableFuture<?> all;
         long total = expected;
         if ((h.flags() & WireFormat.FLAG_MULTI_BUFFER) != 0) {
-            all = endpoint.tagRecvAsync(toReceive, myTag, -1L)
+            all = endpoint.worker()
+                    .tagRecvAsync(toReceive, myTag, -1L, endpoint)
                     .thenAccept(ti -> checkLength(ti, total, "multi-buffer frames"));
         } else {
             CompletableFuture<?>[] each = new CompletableFuture<?>[toReceive.size()];
             for (int i = 0; i < each.length; i++) {
                 long size = toReceive.get(i).byteSize();
                 int index = i;
-                each[i] = endpoint.tagRecvAsync(toReceive.get(i), myTag, -1L)
+                each[i] = endpoint.worker()
+                        .tagRecvAsync(toReceive.get(i), myTag, -1L, endpoint)
                         .thenAccept(ti -> checkLength(ti, size, "frame " + index));
             }
             all = CompletableFuture.allOf(each);

@@ -32,7 +32,7 @@ final class UcxTagChannel implements HandshakeChannel {
     public byte[] receive() {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment buf = a.allocate(MAX_RECORD);
-            TagInfo info = endpoint.tagRecv(buf, myTag, -1L);
+            TagInfo info = endpoint.worker().tagRecv(buf, myTag, -1L, endpoint);
             byte[] rec = buf.asSlice(0, info.length()).toArray(ValueLayout.JAVA_BYTE);
             if (UcxRuntime.isAcceptTag(peerTag) && rec.length >= 8 && rec[6] == Handshake.HELLO) {
                 peerTag = Handshake.parseHello(rec).tag();

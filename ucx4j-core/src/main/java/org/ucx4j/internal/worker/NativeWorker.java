@@ -160,9 +160,13 @@ public final class NativeWorker {
         });
     }
 
-    /** Cancels an operation on the caller's behalf. Any thread. */
-    void cancel(Operation op) {
-        engine.execute(() -> operations.cancel(op));
+    /**
+     * Cancels an operation on the caller's behalf. Any thread. Queued for the next round rather than run
+     * inline: UCX completes a canceled receive at once, and its future's continuations must run where the
+     * threading contract says (the progress thread), not on whichever thread asked.
+     */
+    void cancel(Operation op, UcxException reason) {
+        engine.later(() -> operations.cancel(op, reason));
     }
 
     /**

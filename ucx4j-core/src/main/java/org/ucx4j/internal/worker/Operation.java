@@ -2,7 +2,6 @@ package org.ucx4j.internal.worker;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import org.ucx4j.UcxException;
 
 /**
@@ -17,7 +16,8 @@ import org.ucx4j.UcxException;
 public final class Operation {
     private final NativeWorker worker;
     final OperationKind kind;
-    final CompletableFuture<Object> future;
+    /** Completes the operation's future (users cannot). */
+    final Completion future;
     /** The endpoint it runs on, or null for worker-wide operations. */
     final OperationOwner owner;
 
@@ -28,6 +28,8 @@ public final class Operation {
     UcxException overrideFailure;
 
     boolean cancelRequested;
+    /** What the future fails with when the requested cancellation takes effect (caller cancel or timeout). */
+    UcxException cancelReason;
     /** A native copy of a heap buffer, freed at completion. */
     MemorySegment staging;
     /** A native copy of an active message's user header (UCX reads it until completion), freed at completion. */
@@ -47,16 +49,14 @@ public final class Operation {
      * @param kind what it is
      * @param owner the endpoint it runs on, or null for a worker-wide operation
      * @param length the bytes it moves, for error messages
-     * @param future completed with its result (by ucx4j only)
+     * @param future completes the operation's future with its result (ucx4j only)
      */
-    @SuppressWarnings("unchecked")
-    public Operation(
-            NativeWorker worker, OperationKind kind, OperationOwner owner, long length, CompletableFuture<?> future) {
+    public Operation(NativeWorker worker, OperationKind kind, OperationOwner owner, long length, Completion future) {
         this.worker = worker;
         this.kind = kind;
         this.owner = owner;
         this.length = length;
-        this.future = (CompletableFuture<Object>) future;
+        this.future = future;
     }
 
     /** What it is. */
@@ -64,9 +64,17 @@ public final class Operation {
         return kind;
     }
 
-    /** Cancels it (asynchronously; its future completes as canceled unless it completes first). Any thread. */
-    public void cancel() {
-        worker.cancel(this);
+    /**
+     * Requests its cancellation through UCX ({@code ucp_request_cancel}), from any thread; asynchronous: the
+     * request is queued for the worker's progress thread (or the next caller-driven round), and the future
+     * fails with {@code reason} only when UCX has released the request (or completes normally, if the
+     * operation finished first). UCX honours cancellation for receives that have not matched yet; other
+     * operations complete when UCX is done with their buffers.
+     *
+     * @param reason what the future fails with when the cancellation takes effect
+     */
+    public void cancel(UcxException reason) {
+        worker.cancel(this, reason);
     }
 
     String describe() {

@@ -124,15 +124,16 @@ public final class OperationTable {
             release(op);
         }
         Buffers.freeAll(op);
-        op.future.completeExceptionally(t);
+        op.future.fail(t);
     }
 
-    /** The caller asked to cancel {@code op}. */
-    void cancel(Operation op) {
-        if (op.future.isDone()) {
+    /** The caller asked to cancel {@code op}; {@code reason} is what its future fails with if it does. */
+    void cancel(Operation op, UcxException reason) {
+        if (op.future.isDone() || op.cancelRequested) {
             return;
         }
         op.cancelRequested = true;
+        op.cancelReason = reason;
         if (!op.request.equals(MemorySegment.NULL)) {
             cancelRequest(op);
         }
@@ -165,18 +166,21 @@ public final class OperationTable {
         }
         Buffers.freeAll(op);
         if (ok) {
-            op.future.complete(value);
+            op.future.succeed(value);
         } else if (op.overrideFailure != null) {
-            op.future.completeExceptionally(op.overrideFailure);
+            op.future.fail(op.overrideFailure);
         } else if (status == UcxStatus.MESSAGE_TRUNCATED.code()) {
-            op.future.completeExceptionally(new UcxException(
+            op.future.fail(new UcxException(
                     op.kind.call(),
                     status,
                     "the incoming message is larger than the " + op.length + "-byte receive buffer"));
         } else if (status == UcxStatus.CANCELED.code() && op.cancelRequested) {
-            op.future.completeExceptionally(new UcxCanceledException(op.kind.call(), status, "canceled by the caller"));
+            op.future.fail(
+                    op.cancelReason != null
+                            ? op.cancelReason
+                            : new UcxCanceledException(op.kind.call(), status, "canceled by the caller"));
         } else {
-            op.future.completeExceptionally(UcxException.of(op.kind.call(), status, op.describe()));
+            op.future.fail(UcxException.of(op.kind.call(), status, op.describe()));
         }
     }
 
@@ -255,7 +259,7 @@ public final class OperationTable {
             freeRequest(op);
             release(op);
             Buffers.freeAll(op);
-            op.future.completeExceptionally(
+            op.future.fail(
                     op.overrideFailure != null
                             ? op.overrideFailure
                             : new UcxCanceledException(op.kind.call(), UcxStatus.CANCELED.code(), "worker closed"));

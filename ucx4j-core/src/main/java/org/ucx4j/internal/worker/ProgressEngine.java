@@ -28,12 +28,20 @@ import org.ucx4j.internal.Ucp;
  *
  * <p>Why a lock and a queue: UCX is never called concurrently on one worker (it is created
  * {@code UCS_THREAD_MODE_SERIALIZED}). Whoever holds the lock may call UCX. A thread that submits an
- * operation takes the lock if it is free and calls UCX itself (no hand-off, no wake-up); otherwise it
- * queues the task and, if the progress thread sleeps, signals it with {@code ucp_worker_signal}. Tasks
- * queued earlier always run before a caller's inline task (and before the lock holder's own, see
- * {@link #execute}), so operations reach UCX in the order they were submitted. UCX callbacks only run
- * inside UCX calls, so they always run on the lock holder: that is how "inside a callback" is detected
- * and blocking calls there are refused.
+ * operation takes the lock if it is free and nothing is queued, and calls UCX itself (no hand-off, no
+ * wake-up); otherwise it queues the task and, if the progress thread sleeps, signals it with
+ * {@code ucp_worker_signal}. Tasks queued earlier always run before a caller's inline task, so operations
+ * reach UCX in the order they were submitted. UCX callbacks only run inside UCX calls, so they always run
+ * on the lock holder: that is how "inside a callback" is detected and blocking calls there are refused.
+ *
+ * <p>Where user code runs (the threading contract of the public API): handlers, allocators and the
+ * continuations of futures run only in progress rounds ({@code round()}: queued tasks, timers,
+ * {@code ucp_worker_progress}), and rounds run only on the progress thread, or in {@link ProgressMode#CALLER}
+ * mode on a thread inside {@link #progressOnce()} or a blocking wait. A submitting thread runs its own
+ * submission and nothing else (it may hold locks of its own that a handler needs: running other tasks
+ * there could deadlock, or enter the caller's critical section through a reentrant lock); a thread
+ * waiting on a threaded worker does not progress it. Work that completes other futures (cancel, close)
+ * is queued with {@link #later}, never run inline on the caller.
  *
  * <p>Threading: every method is safe from any thread unless it says "lock holder".
  */
@@ -99,12 +107,15 @@ public final class ProgressEngine {
     }
 
     /**
-     * Runs {@code task} with the lock held: inline when possible, else on the progress thread. Tasks
-     * reach UCX in the order they were submitted, whichever threads submitted them: the lock holder
-     * (inside a callback, say) runs its task inline only when nothing is queued; otherwise the task
-     * queues behind what other threads submitted earlier and runs in the next round. (Without this, a
+     * Runs {@code task} with the lock held: inline when possible, else in the next round. Tasks reach UCX
+     * in the order they were submitted, whichever threads submitted them: the task runs inline only when
+     * nothing is queued; otherwise it queues behind what other threads submitted earlier. (Without this, a
      * receive a callback posts could overtake one another thread queued just before, and take its
-     * message: tag matching follows the order receives are posted.)
+     * message: tag matching follows the order receives are posted.) A thread that is not already the lock
+     * holder never runs other threads' tasks here: those may complete futures or run handlers, which the
+     * threading contract keeps on the progress thread.
+     *
+     * <p>{@code task} must complete no future that user code could already hold: it runs on the caller.
      */
     public void execute(Runnable task) {
         if (lock.isHeldByCurrentThread()) {
@@ -115,15 +126,20 @@ public final class ProgressEngine {
             }
             return;
         }
-        if (lock.tryLock()) {
+        if (queue.isEmpty() && lock.tryLock()) {
+            boolean ran = false;
             try {
-                drainQueue();
-                task.run();
+                if (queue.isEmpty()) {
+                    ran = true;
+                    task.run();
+                }
             } finally {
                 lock.unlock();
             }
-            wakeIfArmed();
-            return;
+            if (ran) {
+                wakeIfArmed();
+                return;
+            }
         }
         queue.offer(task);
         wakeIfArmed();
@@ -296,35 +312,22 @@ public final class ProgressEngine {
     }
 
     /**
-     * A waiting thread of a threaded worker helps: for up to the spin time it progresses the worker
-     * itself whenever the lock is free, so a reply that arrives quickly completes on the waiting thread
-     * without two thread hand-offs. Then it wakes the progress thread (it may have slept through work
-     * this thread started) and leaves the rest to it.
+     * A waiting thread of a threaded worker spins for up to the spin time before it blocks, so a reply
+     * that arrives quickly is seen without a park and unpark. It does not progress the worker itself:
+     * that would run handlers and other futures' continuations on a thread that may hold locks of its
+     * own (the threading contract keeps them on the progress thread). It wakes the progress thread,
+     * which may have gone to sleep before this thread's operation was submitted inline.
      */
-    private void assist(CompletableFuture<?> f) {
+    private void spinWait(CompletableFuture<?> f) {
+        wakeIfArmed();
         long until = System.nanoTime() + spin.budgetNanos();
-        boolean progressed = false;
         while (!f.isDone() && System.nanoTime() < until) {
-            if (lock.tryLock()) {
-                try {
-                    if (!running || f.isDone()) {
-                        break;
-                    }
-                    round();
-                    progressed = true;
-                } finally {
-                    lock.unlock();
-                }
-            }
             AdaptiveSpin.pause();
         }
         if (f.isDone()) {
             spin.caught();
         } else {
             spin.missed();
-        }
-        if (progressed) {
-            wakeIfArmed();
         }
     }
 
@@ -374,7 +377,7 @@ public final class ProgressEngine {
         if (mode == ProgressMode.CALLER) {
             progressUntil(f, deadline);
         } else if (!f.isDone() && running) {
-            assist(f);
+            spinWait(f);
         }
         try {
             if (timeoutNanos == Long.MAX_VALUE) {

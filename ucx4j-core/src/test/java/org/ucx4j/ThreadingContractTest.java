@@ -1,0 +1,125 @@
+package org.ucx4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.ucx4j.testing.Loopback;
+import org.ucx4j.testsupport.Requirements;
+
+/**
+ * Pins the threading contract (package-info): continuations of ucx4j futures and handlers run on the
+ * worker's progress thread in the threaded modes, even while another thread submits operations or waits
+ * in a blocking call on the same worker; in caller mode, on the thread that progresses the worker.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("native")
+class ThreadingContractTest {
+    private static final Duration WAIT = Duration.ofSeconds(30);
+
+    @ParameterizedTest
+    @EnumSource(
+            value = ProgressMode.class,
+            names = {"THREAD_BLOCKING", "THREAD_POLLING"})
+    void continuationsAndHandlersRunOnTheProgressThread(ProgressMode mode) throws Exception {
+        Requirements.assumeUcx();
+        WorkerOptions options = WorkerOptions.builder().progressMode(mode).build();
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker server = ctx.newWorker(options);
+                UcxWorker client = ctx.newWorker(options)) {
+            String progressThread = server.name() + "-progress";
+            Loopback pair = Loopback.connect(server, client);
+
+            // A continuation attached before completion, while this thread waits in a blocking receive of
+            // the same worker: it runs on the progress thread, not on the waiting thread.
+            AtomicReference<String> continuation = new AtomicReference<>();
+            UcxFuture<TagInfo> first = server.tagRecvAsync(new byte[8], 1, -1L, pair.server());
+            CompletableFuture<Void> ran =
+                    first.thenRun(() -> continuation.set(Thread.currentThread().getName()));
+            client.await(pair.client().tagSendAsync(new byte[8], 1));
+            pair.client().tagSend(new byte[8], 2);
+            server.tagRecv(new byte[8], 2, -1L); // blocks here, on this thread
+            ran.get(30, TimeUnit.SECONDS);
+            assertEquals(progressThread, continuation.get(), "continuation thread");
+            assertNotEquals(Thread.currentThread().getName(), continuation.get());
+
+            // An active-message handler, and the body future's continuation.
+            AtomicReference<String> handler = new AtomicReference<>();
+            AtomicReference<String> body = new AtomicReference<>();
+            CountDownLatch handled = new CountDownLatch(1);
+            server.setAmHandler(7, m -> {
+                handler.set(Thread.currentThread().getName());
+                m.data().thenRun(() -> {
+                    body.set(Thread.currentThread().getName());
+                    handled.countDown();
+                });
+            });
+            pair.client().amSend(7, MemorySegment.NULL, MemorySegment.ofArray(new byte[100_000]), AmSendMode.AUTO);
+            handled.await(30, TimeUnit.SECONDS);
+            assertEquals(progressThread, handler.get(), "AM handler thread");
+            assertEquals(progressThread, body.get(), "AM body continuation thread");
+
+            // cancel() only asks: the canceled future's continuation runs on the progress thread.
+            AtomicReference<String> canceled = new AtomicReference<>();
+            UcxFuture<TagInfo> pending = server.tagRecvAsync(new byte[8], 99, -1L);
+            CompletableFuture<Void> after = pending.handle((v, e) -> null)
+                    .thenRun(() -> canceled.set(Thread.currentThread().getName()));
+            // handle() registered on a pending future; the thenRun is attached to handle's plain future.
+            pending.cancel(true);
+            after.get(30, TimeUnit.SECONDS);
+            assertEquals(progressThread, canceled.get(), "continuation of a canceled receive");
+
+            // A thread that submits operations while a completion is due does not run it.
+            AtomicReference<String> viaSubmitter = new AtomicReference<>();
+            UcxFuture<TagInfo> third = server.tagRecvAsync(new byte[8], 3, -1L);
+            CompletableFuture<Void> ran3 =
+                    third.thenRun(() -> viaSubmitter.set(Thread.currentThread().getName()));
+            pair.client().tagSendAsync(new byte[8], 3);
+            for (int i = 0; i < 100 && !third.isDone(); i++) {
+                server.tagRecvAsync(new byte[8], 1000 + i, -1L).cancel(true); // submits on this thread
+            }
+            ran3.get(30, TimeUnit.SECONDS);
+            assertEquals(progressThread, viaSubmitter.get(), "continuation while another thread submits");
+        }
+    }
+
+    @Test
+    void callerModeRunsContinuationsOnTheThreadThatProgresses() throws Exception {
+        Requirements.assumeUcx();
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker server = ctx.newWorker();
+                UcxWorker client = ctx.newWorker(WorkerOptions.builder()
+                        .progressMode(ProgressMode.CALLER)
+                        .build())) {
+            CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
+            UcxListener listener = server.listen(0, accepted::complete);
+            UcxEndpoint ep = client.connect("127.0.0.1", listener.port()); // progresses client on this thread
+            UcxEndpoint back = accepted.get(30, TimeUnit.SECONDS);
+
+            AtomicReference<String> continuation = new AtomicReference<>();
+            UcxFuture<TagInfo> received = client.tagRecvAsync(new byte[8], 5, -1L, ep);
+            received.thenRun(() -> continuation.set(Thread.currentThread().getName()));
+            back.tagSend(new byte[8], 5);
+            AtomicBoolean stop = new AtomicBoolean();
+            Thread driver = Thread.ofPlatform().name("caller-driver").start(() -> {
+                while (!stop.get() && !received.isDone()) {
+                    client.progress();
+                }
+            });
+            driver.join(WAIT.toMillis());
+            stop.set(true);
+            assertEquals("caller-driver", continuation.get(), "continuation thread in caller mode");
+        }
+    }
+}
