@@ -11,12 +11,14 @@
 # ucx4j's CUDA defaults (UCX_RNDV_THRESH=8192 UCX_RNDV_FRAG_MEM_TYPE=cuda) unless set, and with peer error
 # handling (ucx_perftest -e), as ucx4j's endpoints have it.
 #
-# Each round: perftest A->B, perftest B->A, all-to-all over ucx://. Then once, the all-to-all over tcp://
+# Each round: perftest A->B, perftest B->A, both at once (their sum: on one GPU both directions share its
+# memory bandwidth, so that sum, not the sum of the separate runs, is what an all-to-all can reach),
+# all-to-all over ucx://. Then once, the all-to-all over tcp://
 # (device frames staged through host memory), for the report. Progress goes to stderr.
 #
 # Environment:
 #   SIZE=67108864 (bytes per partition and per perftest message)  ROUNDS=3  GPU_A  GPU_B
-#   PT_ITERS=1000 (ucx_perftest -n)  A2A_ITERS=1000 (all-to-all rounds of one run)  TCP_ITERS=20
+#   PT_ITERS=10000 (ucx_perftest -n)  BOTH_ITERS=10000 (-n of each at once)  A2A_ITERS=1000 (all-to-all rounds of one run)  TCP_ITERS=20
 #   WINDOW=16 (partitions in flight per peer)  DEADLINE (seconds: start no run after it)
 #   BENCH_RUN_TIMEOUT=120 (seconds per run)  UCX4J (the command, default bin/ucx4j)
 # With OUT set: $OUT/all-to-all-gpu.json (every figure and raw output) and $OUT/all-to-all-gpu.md.
@@ -31,7 +33,8 @@ ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 source "$ROOT/bench/lib.sh"
 SIZE=${SIZE:-67108864}
 ROUNDS=${ROUNDS:-3}
-PT_ITERS=${PT_ITERS:-1000}
+PT_ITERS=${PT_ITERS:-10000}
+BOTH_ITERS=${BOTH_ITERS:-10000}
 A2A_ITERS=${A2A_ITERS:-1000}
 TCP_ITERS=${TCP_ITERS:-20}
 WINDOW=${WINDOW:-16}
@@ -73,6 +76,25 @@ perftest() { # perftest ROUND ROW CLIENT_GPU SERVER_GPU
     fi
 }
 
+perftest_both() { # perftest_both ROUND: A->B and B->A at once; the row is the sum of the two figures
+    local a b ab ba
+    a=$(mktemp) b=$(mktemp)
+    (bench_perftest "CUDA_VISIBLE_DEVICES=$GPU_B" "CUDA_VISIBLE_DEVICES=$GPU_A" "-m cuda -e" \
+        "-t tag_bw -s $SIZE -n $BOTH_ITERS -m cuda -e" >"$a") &
+    (bench_perftest "CUDA_VISIBLE_DEVICES=$GPU_A" "CUDA_VISIBLE_DEVICES=$GPU_B" "-m cuda -e" \
+        "-t tag_bw -s $SIZE -n $BOTH_ITERS -m cuda -e" >"$b") &
+    wait
+    IFS=, read -r _ _ _ _ _ ab _ _ <"$a"
+    IFS=, read -r _ _ _ _ _ ba _ _ <"$b"
+    rm -f "$a" "$b"
+    if [ -n "$ab" ] && [ -n "$ba" ]; then
+        printf '%s\t%s\t%s\t%s\n' "$1" perftest_concurrent "$(python3 -c "print($ab + $ba)")" "$ab,$ba" >>"$RAW"
+    else
+        printf '%s\t%s\t\t\n' "$1" perftest_concurrent >>"$RAW"
+        FAILED=1
+    fi
+}
+
 alltoall() { # alltoall ROUND ROW TRANSPORT ITERS
     local out status=0 json
     out=$(timeout -k 5 "$BENCH_RUN_TIMEOUT" "$UCX4J" launch --gpus "$GPU_A,$GPU_B" -- ucx4j bench --all-to-all \
@@ -98,6 +120,8 @@ for round in $(seq 1 "$ROUNDS"); do
     perftest "$round" perftest_a_to_b "$GPU_A" "$GPU_B"
     say "round $round/$ROUNDS: ucx_perftest tag_bw B->A"
     perftest "$round" perftest_b_to_a "$GPU_B" "$GPU_A"
+    say "round $round/$ROUNDS: ucx_perftest tag_bw A->B and B->A at once"
+    perftest_both "$round"
     say "round $round/$ROUNDS: ucx4j all-to-all over ucx://"
     alltoall "$round" alltoall_ucx ucx "$A2A_ITERS"
 done
@@ -122,23 +146,30 @@ for line in open(raw):
 med = {r: statistics.median(v) for r, v in rows.items()}
 both = med.get("perftest_a_to_b", 0) + med.get("perftest_b_to_a", 0)
 ratio = med["alltoall_ucx"] / both if "alltoall_ucx" in med and both else None
+conc = med.get("perftest_concurrent")
+ratio_conc = med["alltoall_ucx"] / conc if "alltoall_ucx" in med and conc else None
 placement = f"GPU {a} and GPU {b}" if a != b else f"two workers sharing GPU {a}"
 lines = [f"All-to-all of {int(size):,}-byte device partitions, {placement} ({gpus} GPUs on the machine); "
          "medians, MB/s (MB = 2^20 bytes)", "",
          "| row | runs | MB/s |", "|---|---|---|"]
 names = {"perftest_a_to_b": f"ucx_perftest -m cuda -e tag_bw, GPU {a} -> GPU {b}",
          "perftest_b_to_a": f"ucx_perftest -m cuda -e tag_bw, GPU {b} -> GPU {a}",
+         "perftest_concurrent": "ucx_perftest -m cuda -e tag_bw, both directions at once (sum)",
          "alltoall_ucx": "ucx4j all-to-all over ucx:// (aggregate, both directions at once)",
          "alltoall_tcp": "ucx4j all-to-all over tcp:// (aggregate; staged through host memory)"}
-for r in ["perftest_a_to_b", "perftest_b_to_a", "alltoall_ucx", "alltoall_tcp"]:
+for r in ["perftest_a_to_b", "perftest_b_to_a", "perftest_concurrent", "alltoall_ucx", "alltoall_tcp"]:
     if r in med:
         lines.append(f"| {names[r]} | {len(rows[r])} | {med[r]:,.0f} |")
 lines.append("")
 if ratio is not None:
     lines.append(f"all-to-all ucx:// / (A->B + B->A) = {ratio:.2f} (target >= 0.90: {'met' if ratio >= 0.9 else 'NOT met'})")
+if ratio_conc is not None:
+    lines.append(f"all-to-all ucx:// / (both directions at once) = {ratio_conc:.2f} (the ceiling where both"
+                 " directions share one GPU's memory)")
 text = "\n".join(lines)
 print(text)
-doc = {"gpu_a": int(a), "gpu_b": int(b), "size": int(size), "medians_mb_s": med, "ratio": ratio, "runs": runs}
+doc = {"gpu_a": int(a), "gpu_b": int(b), "size": int(size), "medians_mb_s": med, "ratio": ratio,
+       "ratio_to_concurrent": ratio_conc, "runs": runs}
 if out:
     open(f"{out}/all-to-all-gpu.json", "w").write(json.dumps(doc, indent=2))
     open(f"{out}/all-to-all-gpu.md", "w").write(text + "\n")
