@@ -50,7 +50,16 @@ import org.ucx4j.UcxConfig;
  * <p>Failures lose nothing: a spill that cannot be written (a full disk, a missing or unwritable directory)
  * or read back fails the operation that needed it with an {@link UncheckedIOException} that names the
  * directory and the cause, before that operation has done anything; the buffer being moved stays whole where
- * it was. The device bytes come back exactly as they were spilled.
+ * it was. The device bytes come back exactly as they were spilled. A buffer whose memory cannot be freed now
+ * (another thread is inside a call on its segment) is not spilled: it stays where it is, a warning is logged,
+ * {@code failedSpills} counts it, and the next buffer is spilled instead.
+ *
+ * <p>Host memory: {@code memory-limit} bounds the pinned host memory the store holds, not just its buffers'
+ * sizes: each host buffer counts by its block's size class (at most 25% above its size), idle blocks kept for
+ * reuse count too (and are freed first when room is needed), and so does the one staging block (at most
+ * 64 MiB and a quarter of the limit) through which buffers larger than the limit go from the device to disk
+ * and every buffer comes back from disk. The default is 80% of the memory the process may use (its
+ * container's limit, if any) divided by the GPUs it sees: pinned memory cannot be paged out.
  *
  * <p>The store is also a {@link MemoryProvider} ({@link #allocate(long, Arena)}): device memory for UCX to
  * receive into ({@code AmAllocator.of(store)}, ucx4j-comm's {@code FrameAllocator.host().with(store)}) comes
@@ -62,13 +71,15 @@ import org.ucx4j.UcxConfig;
  * <p>Ownership: the store owns the memory of every buffer in it and the files it writes (in a directory of
  * its own under {@code local-directory}, deleted on {@link #close()}); the caller owns each
  * {@link SpillableBuffer} handle and the store. The {@link GpuMemoryPool} stays the caller's: close the store
- * before the pool.
+ * before the pool, and the pool only after every {@link SpillableBuffer.Access} is closed.
  *
  * <p>Threading: safe from any thread, virtual threads included. One lock orders every move and every change of
- * a buffer's place; copies and file I/O of a spill run under it, so spills and unspills happen one at a time,
- * and {@code allocate}, {@code put}, {@code acquire} and closing an access wait for a move in progress.
- * Threads working on buffers they have acquired are not held up. The lock is never held while user code
- * runs.
+ * a buffer's place; the copies and file I/O of a move run under it, so moves happen one at a time and every
+ * call of the store and its buffers ({@code allocate}, {@code put}, {@code spill}, {@code acquire},
+ * {@code tier()}, {@code statistics()}, closing a buffer, an access or the store) waits for a move in
+ * progress, which may be a disk write of a whole buffer. This includes {@link #allocate(long, Arena)} on a
+ * UCX progress thread. Threads working on buffers they have acquired are not held up. The lock is never held
+ * while user code runs: log lines (SLF4J appenders) are written after it is released.
  */
 public final class SpillStore implements MemoryProvider, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SpillStore.class);
@@ -830,7 +841,7 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     }
 
     /**
-     * The counters now.
+     * The counters now. Waits for a move in progress.
      *
      * @return a snapshot
      */

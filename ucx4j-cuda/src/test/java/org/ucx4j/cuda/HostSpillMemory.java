@@ -17,6 +17,9 @@ final class HostSpillMemory implements SpillMemory {
     private final long deviceCapacity;
     final AtomicLong deviceUsed = new AtomicLong();
     final AtomicLong hostUsed = new AtomicLong();
+    /** The most host memory held at once (blocks by size class, idle ones included). */
+    final AtomicLong hostPeak = new AtomicLong();
+
     final AtomicLong copies = new AtomicLong();
     volatile boolean closed;
     volatile long maxDeviceAllocation = Long.MAX_VALUE;
@@ -33,7 +36,7 @@ final class HostSpillMemory implements SpillMemory {
 
     private HostBlockCache.Backing backing(long size) {
         ArenaBlock block = new ArenaBlock(size, hostUsed);
-        hostUsed.addAndGet(size);
+        hostPeak.accumulateAndGet(hostUsed.addAndGet(size), Math::max);
         return new HostBlockCache.Backing() {
             @Override
             public MemorySegment segment() {

@@ -361,6 +361,109 @@ class SpillStoreTest {
     }
 
     @Test
+    void aBufferLargerThanTheHostLimitStreamsThroughABoundedBlock() throws Throwable {
+        SpillStore s = store(100 * MIB, 8 * MIB, MIB);
+        SpillableBuffer big = s.allocate(8 * MIB);
+        byte[] data = fill(big, 12);
+        try (FileSizeLimit limit = FileSizeLimit.of(MIB)) {
+            UncheckedIOException e = assertThrows(UncheckedIOException.class, () -> s.spill(1));
+            assertTrue(e.getMessage().contains("stays in the device"), e.getMessage());
+        }
+        assertEquals(SpillTier.DEVICE, big.tier(), "a failed write leaves it where it was");
+        assertEquals(1, s.statistics().failedSpills());
+        assertEquals(0, s.statistics().hostBytes());
+        s.spill(1);
+        assertEquals(SpillTier.DISK, big.tier());
+        assertArrayEquals(data, read(big));
+        assertTrue(
+                memory.hostPeak.get() <= MIB,
+                "host memory held at most the limit, not the whole buffer: " + memory.hostPeak.get());
+        assertEquals(0, memory.hostUsed.get());
+    }
+
+    @Test
+    void theHostLimitCountsSizeClassesIdleBlocksAndStaging() {
+        long limit = 7 * MIB / 2;
+        memory = new HostSpillMemory(100 * MIB, 64 * MIB); // keeps idle blocks for reuse
+        SpillStore s = SpillStore.builder()
+                .deviceMemoryLimit(2 * MIB + 2)
+                .memoryLimit(limit)
+                .localDirectory(dir)
+                .build(memory);
+        toClose.add(s);
+        Random r = new Random(5);
+        List<SpillableBuffer> buffers = new ArrayList<>();
+        List<byte[]> expected = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            SpillableBuffer b = s.allocate(MIB + 1); // a block of 1.25 MiB each
+            buffers.add(b);
+            expected.add(fill(b, i));
+        }
+        s.spill(3 * MIB + 3);
+        assertEquals(1, s.statistics().diskBuffers(), "3 x 1.25 MiB of blocks do not fit under 3.5 MiB");
+        for (int step = 0; step < 200; step++) {
+            int i = r.nextInt(buffers.size());
+            assertArrayEquals(expected.get(i), read(buffers.get(i)));
+            if (r.nextBoolean()) {
+                s.spill(MIB);
+            }
+            assertTrue(memory.hostUsed.get() <= limit, "host memory held " + memory.hostUsed.get());
+        }
+        assertTrue(memory.hostPeak.get() <= limit, "peak " + memory.hostPeak.get());
+    }
+
+    @Test
+    void aRequestLargerThanThePoolsMaximumIsRefusedAtOnce() {
+        SpillStore s = store(100 * MIB, 100 * MIB, 100 * MIB);
+        memory.maxDeviceAllocation = 8 * MIB;
+        SpillableBuffer a = s.allocate(4 * MIB);
+        CudaException e = assertThrows(CudaException.class, () -> s.allocate(8 * MIB + 1));
+        assertTrue(e.getMessage().contains("memory-pool.maximum-size"), e.getMessage());
+        try (Arena arena = Arena.ofConfined()) {
+            assertThrows(CudaException.class, () -> s.allocate(8 * MIB + 1, arena));
+        }
+        assertEquals(SpillTier.DEVICE, a.tier(), "nothing was spilled for it");
+        assertEquals(0, s.statistics().deviceToHost().count());
+    }
+
+    @Test
+    void aPinnedBlockReusedIsNeverReachedThroughItsOldSegment() {
+        HostSpillMemory m = new HostSpillMemory(MIB, 16 * MIB);
+        SpillMemory.Block first = m.allocateHost(3000);
+        MemorySegment old = first.segment();
+        first.close();
+        first.close(); // idempotent: given back once
+        assertEquals(4096, m.idleHostBytes());
+        SpillMemory.Block second = m.allocateHost(4000);
+        assertEquals(old.address(), second.segment().address(), "the same memory, reused");
+        assertEquals(0, m.idleHostBytes());
+        second.segment().fill((byte) 7);
+        assertThrows(IllegalStateException.class, () -> old.get(JAVA_BYTE, 0), "the old view is closed");
+        assertEquals(4000, second.segment().byteSize());
+        second.close();
+        assertEquals(4096, m.trimIdleHost(1));
+        assertEquals(0, m.hostUsed.get());
+        m.close();
+    }
+
+    @Test
+    void closingTheStoreFreesABufferInUseOnItsLastAccess() {
+        SpillStore s = store(100 * MIB, 100 * MIB, 100 * MIB);
+        SpillableBuffer b = s.allocate(MIB);
+        byte[] data = fill(b, 4);
+        SpillableBuffer.Access one = b.acquire();
+        SpillableBuffer.Access two = b.acquire();
+        s.close();
+        assertThrows(IllegalStateException.class, b::acquire);
+        assertArrayEquals(data, one.segment().toArray(JAVA_BYTE), "still the buffer's bytes");
+        one.close();
+        assertEquals(MIB, memory.deviceUsed.get());
+        two.close();
+        assertEquals(0, memory.deviceUsed.get());
+        s.close();
+    }
+
+    @Test
     void manyThreadsKeepEveryBufferWhole() throws Exception {
         SpillStore s = store(6 * MIB, 4 * MIB, 4 * MIB);
         int n = 24;
