@@ -293,7 +293,7 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
                         discard(b); // the store closed while this access was open: freed now
                     } catch (RuntimeException e) {
                         warn("cannot free " + b + " after its last access closed (the store is closed): " + e
-                                + "; its memory is leaked");
+                                + "; close the store again to free it");
                     }
                 }
             }
@@ -563,7 +563,9 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     private boolean spillToDisk(SpillableBuffer b, String why) {
         long start = System.nanoTime();
         Path file = writeFile(
-                b, "host memory", (ch, offset, n) -> write(ch, b.host.segment().asSlice(offset, n), offset));
+                b,
+                "in host memory",
+                (ch, offset, n) -> write(ch, b.host.segment().asSlice(offset, n), offset));
         if (!freeLeft(b, b.host, "host")) {
             deleteFile(file);
             return false;
@@ -587,7 +589,7 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         long start = System.nanoTime();
         Path file;
         try (Staging staging = staging(b.byteSize())) {
-            file = writeFile(b, "the device", (ch, offset, n) -> {
+            file = writeFile(b, "on the device", (ch, offset, n) -> {
                 MemorySegment chunk = staging.block.segment().asSlice(0, n);
                 memory.copy(chunk, b.device.segment().asSlice(offset, n));
                 write(ch, chunk, offset);
@@ -613,7 +615,10 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         void write(FileChannel ch, long offset, long n) throws IOException;
     }
 
-    /** Lock held: a new spill file written chunk by chunk; on failure deleted, counted and reported. */
+    /**
+     * Lock held: a new spill file written chunk by chunk; on failure deleted, counted and reported ({@code
+     * stays}: where the buffer stays then).
+     */
     private Path writeFile(SpillableBuffer b, String stays, ChunkWriter writer) {
         Path file = null;
         try {
@@ -633,7 +638,7 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
             IOException io = e instanceof UncheckedIOException u ? u.getCause() : (IOException) e;
             throw new UncheckedIOException(
                     "cannot spill " + b + " to disk under local-directory " + localDirectory + ": " + io
-                            + "; the buffer stays in " + stays,
+                            + "; the buffer stays " + stays,
                     io);
         } catch (RuntimeException e) {
             failed++;
@@ -675,6 +680,7 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         long start = System.nanoTime();
         SpillTier from = b.tier;
         SpillMemory.Block device;
+        requireCanFit(b.byteSize(), "bring back " + b);
         returning = b;
         try {
             makeDeviceRoom(b.byteSize());

@@ -143,8 +143,8 @@ final class HostSpillMemory implements SpillMemory {
         @Override
         public synchronized void close() {
             if (!freed) {
+                arena.close(); // throws, changing nothing, while another thread is in a call on the segment
                 freed = true;
-                arena.close();
                 counter.addAndGet(-segment.byteSize());
             }
         }

@@ -20,6 +20,7 @@ import java.lang.invoke.MethodHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -28,6 +29,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -367,7 +369,7 @@ class SpillStoreTest {
         byte[] data = fill(big, 12);
         try (FileSizeLimit limit = FileSizeLimit.of(MIB)) {
             UncheckedIOException e = assertThrows(UncheckedIOException.class, () -> s.spill(1));
-            assertTrue(e.getMessage().contains("stays in the device"), e.getMessage());
+            assertTrue(e.getMessage().contains("stays on the device"), e.getMessage());
         }
         assertEquals(SpillTier.DEVICE, big.tier(), "a failed write leaves it where it was");
         assertEquals(1, s.statistics().failedSpills());
@@ -461,6 +463,180 @@ class SpillStoreTest {
         two.close();
         assertEquals(0, memory.deviceUsed.get());
         s.close();
+    }
+
+    @Test
+    void aBufferInUseByAnotherThreadIsSkippedAndTheNextSpilled() throws Throwable {
+        SpillStore s = store(100 * MIB, 2 * MIB, 100 * MIB);
+        SpillableBuffer stuck = s.allocate(MIB);
+        MemorySegment segment;
+        try (SpillableBuffer.Access a = stuck.acquire()) {
+            segment = a.segment();
+        }
+        SpillableBuffer next = s.allocate(MIB);
+        byte[] nextData = fill(next, 2);
+        // A thread inside read(2) into the buffer's memory (after its access closed: a misuse, or a copy still
+        // running): the memory cannot be freed while the call lasts.
+        try (Arena arena = Arena.ofConfined();
+                BlockedRead blocked = BlockedRead.into(segment, arena)) {
+            PrintStream err = System.err;
+            ByteArrayOutputStream captured = new ByteArrayOutputStream();
+            System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+            try {
+                s.allocate(MIB);
+            } finally {
+                System.setErr(err);
+            }
+            assertEquals(SpillTier.DEVICE, stuck.tier(), "skipped, whole where it was");
+            assertEquals(SpillTier.HOST, next.tier(), "the next least recently used went instead");
+            assertEquals(1, s.statistics().failedSpills());
+            String log = captured.toString(StandardCharsets.UTF_8);
+            assertTrue(
+                    log.contains("cannot spill SpillableBuffer[#1, 1048576 bytes]: its device memory is in use"), log);
+        }
+        assertEquals(2 * MIB, s.spill(2 * MIB), "spillable again once the call returned");
+        assertEquals(SpillTier.HOST, stuck.tier());
+        assertArrayEquals(nextData, read(next));
+    }
+
+    @Test
+    void aFreeThatFailsAfterTheMemoryEndedKeepsTheMoveAndWarnsOfALeak() {
+        SpillStore s = store(100 * MIB, MIB, 100 * MIB);
+        Arena arena = Arena.ofShared();
+        MemorySegment memory = arena.allocate(MIB);
+        SpillMemory.Block failing = new SpillMemory.Block() {
+            @Override
+            public MemorySegment segment() {
+                return memory;
+            }
+
+            @Override
+            public void close() {
+                if (arena.scope().isAlive()) {
+                    arena.close();
+                    throw new IllegalStateException("the pool refused it back");
+                }
+            }
+        };
+        memory.fill((byte) 0x3c);
+        SpillableBuffer b = s.put(failing, MIB);
+        PrintStream err = System.err;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        try {
+            s.allocate(MIB);
+        } finally {
+            System.setErr(err);
+        }
+        assertEquals(SpillTier.HOST, b.tier(), "the move stands: the host copy is the buffer now");
+        for (byte x : read(b)) {
+            assertEquals(0x3c, x);
+        }
+        String log = captured.toString(StandardCharsets.UTF_8);
+        assertTrue(log.contains("could not be given back after the buffer left it") && log.contains("leaked"), log);
+    }
+
+    @Test
+    void aSecondCloseFreesWhatAnotherThreadHeldDuringTheFirst() throws Throwable {
+        SpillStore s = store(100 * MIB, 100 * MIB, 100 * MIB);
+        SpillableBuffer b = s.allocate(MIB);
+        MemorySegment segment;
+        try (SpillableBuffer.Access a = b.acquire()) {
+            segment = a.segment();
+        }
+        try (Arena arena = Arena.ofConfined();
+                BlockedRead blocked = BlockedRead.into(segment, arena)) {
+            IllegalStateException e = assertThrows(IllegalStateException.class, s::close);
+            assertTrue(e.getMessage().contains("cannot free SpillableBuffer[#1"), e.getMessage());
+            assertEquals(MIB, memory.deviceUsed.get(), "not freed under the thread in the call");
+            assertThrows(IllegalStateException.class, () -> s.allocate(1), "closed all the same");
+        }
+        s.close();
+        assertEquals(0, memory.deviceUsed.get(), "freed by the second close");
+    }
+
+    /** A thread blocked in read(2) from an empty pipe into a segment, released on close by a write. */
+    private static final class BlockedRead implements AutoCloseable {
+        private static final Linker LINKER = Linker.nativeLinker();
+        private static final MethodHandle PIPE = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("pipe").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT, java.lang.foreign.ValueLayout.ADDRESS));
+        private static final MethodHandle READ = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("read").orElseThrow(),
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, java.lang.foreign.ValueLayout.ADDRESS, JAVA_LONG));
+        private static final MethodHandle WRITE = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("write").orElseThrow(),
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, java.lang.foreign.ValueLayout.ADDRESS, JAVA_LONG));
+        private static final MethodHandle CLOSE = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("close").orElseThrow(), FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+        private final int readEnd;
+        private final int writeEnd;
+        private final MemorySegment one;
+        private final Thread thread;
+
+        private BlockedRead(int readEnd, int writeEnd, MemorySegment one, Thread thread) {
+            this.readEnd = readEnd;
+            this.writeEnd = writeEnd;
+            this.one = one;
+            this.thread = thread;
+        }
+
+        static BlockedRead into(MemorySegment target, Arena arena) throws Throwable {
+            MemorySegment fds = arena.allocate(8);
+            assertEquals(0, (int) PIPE.invokeExact(fds));
+            int r = fds.get(JAVA_INT, 0);
+            String name = "spill-blocked-" + r;
+            Thread t = Thread.ofPlatform().name(name).start(() -> {
+                try {
+                    long n = (long) READ.invokeExact(r, target, 1L);
+                    assertEquals(1, n);
+                } catch (Throwable e) {
+                    throw new AssertionError(e);
+                }
+            });
+            // In read(2): the thread sleeps in the kernel (its /proc state is S).
+            Awaitility.await().atMost(Duration.ofSeconds(30)).until(() -> sleepingInKernel(name));
+            return new BlockedRead(r, fds.get(JAVA_INT, 4), arena.allocate(1), t);
+        }
+
+        private static boolean sleepingInKernel(String name) throws Exception {
+            try (Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {
+                for (Path task : tasks.toList()) {
+                    try {
+                        if (name.startsWith(
+                                Files.readString(task.resolve("comm")).strip())) {
+                            String stat = Files.readString(task.resolve("stat"));
+                            return stat.substring(stat.lastIndexOf(')') + 2).startsWith("S");
+                        }
+                    } catch (java.io.IOException gone) {
+                        // a thread that ended meanwhile
+                    }
+                }
+            }
+            return false;
+        }
+
+        @Override
+        public void close() throws Exception {
+            try {
+                assertEquals(1L, (long) WRITE.invokeExact(writeEnd, one, 1L));
+                thread.join(Duration.ofSeconds(30));
+                assertFalse(thread.isAlive());
+            } catch (Throwable e) {
+                throw new AssertionError(e);
+            } finally {
+                closeFd(readEnd);
+                closeFd(writeEnd);
+            }
+        }
+
+        private static void closeFd(int fd) {
+            try {
+                assertEquals(0, (int) CLOSE.invokeExact(fd));
+            } catch (Throwable e) {
+                throw new AssertionError(e);
+            }
+        }
     }
 
     @Test
