@@ -7,6 +7,7 @@
 module org.ucx4j.cuda {
     requires transitive org.ucx4j.core;
     requires org.slf4j;
+    requires jdk.management;
 
     exports org.ucx4j.cuda;
 

@@ -199,6 +199,11 @@ final class BenchCommand implements Callable<Integer> {
                         spec.commandLine(),
                         "--spill runs in this process alone: no --comm, --op, --server or --connect");
             }
+            if (iterations != null && iterations < 1) {
+                throw new CommandLine.ParameterException(
+                        spec.commandLine(),
+                        "--spill: --iters must be at least 1 (it reports the median of the rounds), not " + iterations);
+            }
             if (!Cuda.isAvailable()) {
                 System.err.println("--spill: " + Cuda.unavailabilityReason().orElse("CUDA is not available"));
                 return Main.EXIT_UCX_UNAVAILABLE;

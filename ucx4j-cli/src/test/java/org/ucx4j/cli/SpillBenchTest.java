@@ -20,6 +20,7 @@ class SpillBenchTest {
     void spillRunsAloneAndSaysWhyWithoutAGpu() {
         assertEquals(Main.EXIT_USAGE, Main.run("bench", "--spill", "--comm", "tcp"));
         assertEquals(Main.EXIT_USAGE, Main.run("bench", "--spill", "--op", "tag"));
+        assertEquals(Main.EXIT_USAGE, Main.run("bench", "--spill", "--iters", "0"), "no median of no rounds");
         if (!Cuda.isAvailable()) {
             assertEquals(Main.EXIT_UCX_UNAVAILABLE, Main.run("bench", "--spill", "--size", "1Mi"));
         }

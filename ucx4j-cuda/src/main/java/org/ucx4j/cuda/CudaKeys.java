@@ -35,13 +35,15 @@ public final class CudaKeys {
             "spill store: device tier limit, a size, a fraction of the GPU (0.8) or auto (80% of the GPU)");
     /**
      * The {@link SpillStore}'s host tier limit (Dask's {@code memory-limit}), in the same forms as
-     * {@link #DEVICE_MEMORY_LIMIT}, a fraction being of the machine's memory. Unset or {@code auto}: the
-     * machine's memory divided by the number of GPUs this process sees (Dask's "RAM / workers" with one worker
-     * per GPU, since each worker sees every GPU). Past it the store spills host buffers to disk.
+     * {@link #DEVICE_MEMORY_LIMIT}, a fraction being of the memory this process may use (its container's
+     * limit when there is one, else the machine's). Unset or {@code auto}: 80% of that memory divided by the
+     * number of GPUs this process sees (Dask's "RAM / workers" with one worker per GPU, since each worker sees
+     * every GPU, less a margin: the tier is pinned memory). It counts the pinned memory the store holds
+     * (blocks by size class, idle and staging blocks). Past it the store spills host buffers to disk.
      */
     public static final ConfigKey<String> MEMORY_LIMIT = ConfigKey.text(
             "memory-limit",
-            "spill store: host tier limit, a size, a fraction of the machine's memory or auto (memory / GPUs)");
+            "spill store: host tier limit, a size, a fraction of the process's memory or auto (80% of it / GPUs)");
     /**
      * Where the {@link SpillStore} writes its disk tier (Dask's {@code local-directory}): an existing,
      * writable directory, in which each store makes a directory of its own. Unset: {@code java.io.tmpdir}.

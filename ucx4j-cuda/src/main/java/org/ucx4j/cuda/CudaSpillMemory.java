@@ -2,33 +2,35 @@ package org.ucx4j.cuda;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayDeque;
-import java.util.HashMap;
-import java.util.Map;
 
 /**
  * The real tiers of a {@link SpillStore}: device memory from a {@link GpuMemoryPool}, host memory pinned
- * ({@code cuMemHostAlloc}) so that copies between the tiers run at the bus's full speed.
+ * ({@code cuMemHostAlloc}) so that copies between the tiers run at the bus's full speed, in size classes with
+ * idle blocks kept for reuse ({@link HostBlockCache}).
  *
- * <p>Why host blocks are kept: pinning is slow (the driver faults in and locks every page: a large fraction
- * of a second per GiB), far slower than the copy it serves. Freed host blocks are kept by size class
- * (quarter powers of two, at most 25% slack) up to {@code retainedHostBytes} of idle memory and handed out
- * again, so a steady stream of spills pins nothing new.
- *
- * <p>Threading: safe from any thread (one lock for the idle blocks).
+ * <p>Threading: safe from any thread.
  */
 final class CudaSpillMemory implements SpillMemory {
-    private static final long MIN_CLASS = 4096;
-
     private final GpuMemoryPool pool;
-    private final long retainedHostBytes;
-    private final Map<Long, ArrayDeque<PinnedMemory>> idle = new HashMap<>();
-    private long idleBytes;
-    private boolean closed;
+    private final HostBlockCache host;
 
     CudaSpillMemory(GpuMemoryPool pool, long retainedHostBytes) {
         this.pool = pool;
-        this.retainedHostBytes = retainedHostBytes;
+        this.host = new HostBlockCache(size -> pinned(pool.device().allocatePinned(size)), retainedHostBytes);
+    }
+
+    private static HostBlockCache.Backing pinned(PinnedMemory memory) {
+        return new HostBlockCache.Backing() {
+            @Override
+            public MemorySegment segment() {
+                return memory.segment();
+            }
+
+            @Override
+            public void free() {
+                memory.close();
+            }
+        };
     }
 
     @Override
@@ -48,34 +50,27 @@ final class CudaSpillMemory implements SpillMemory {
 
     @Override
     public Block allocateHost(long bytes) {
-        long size = sizeClass(bytes);
-        PinnedMemory pinned;
-        synchronized (this) {
-            if (closed) {
-                throw new IllegalStateException("spill store already closed");
-            }
-            ArrayDeque<PinnedMemory> q = idle.get(size);
-            pinned = q == null ? null : q.poll();
-            if (pinned != null) {
-                idleBytes -= size;
-            }
-        }
-        if (pinned == null) {
-            pinned = pool.device().allocatePinned(size);
-        }
-        return new HostBlock(this, pinned, pinned.segment().asSlice(0, bytes));
+        return host.allocate(bytes);
     }
 
-    private void giveBack(PinnedMemory pinned) {
-        long size = pinned.byteSize();
-        synchronized (this) {
-            if (!closed && idleBytes + size <= retainedHostBytes) {
-                idle.computeIfAbsent(size, k -> new ArrayDeque<>()).add(pinned);
-                idleBytes += size;
-                return;
-            }
-        }
-        pinned.close();
+    @Override
+    public long hostFootprint(long bytes) {
+        return HostBlockCache.sizeClass(bytes);
+    }
+
+    @Override
+    public long idleHostBytes() {
+        return host.idleBytes();
+    }
+
+    @Override
+    public long trimIdleHost(long bytes) {
+        return host.trim(bytes);
+    }
+
+    @Override
+    public long maxDeviceAllocation() {
+        return pool.maximumSize();
     }
 
     @Override
@@ -95,38 +90,7 @@ final class CudaSpillMemory implements SpillMemory {
 
     @Override
     public void close() {
-        synchronized (this) {
-            closed = true;
-        }
-        RuntimeException failure = null;
-        for (ArrayDeque<PinnedMemory> q : idle.values()) {
-            for (PinnedMemory p : q) {
-                try {
-                    p.close();
-                } catch (RuntimeException e) {
-                    if (failure == null) {
-                        failure = e;
-                    } else {
-                        failure.addSuppressed(e);
-                    }
-                }
-            }
-        }
-        idle.clear();
-        idleBytes = 0;
-        if (failure != null) {
-            throw failure;
-        }
-    }
-
-    /** The size class of a host block: a quarter power of two at or above {@code bytes}, at least a page. */
-    static long sizeClass(long bytes) {
-        if (bytes <= MIN_CLASS) {
-            return MIN_CLASS;
-        }
-        long base = Long.highestOneBit(bytes - 1);
-        long quarter = base / 4;
-        return base + (bytes - base + quarter - 1) / quarter * quarter;
+        host.close();
     }
 
     private record DeviceBlock(DeviceMemory memory) implements Block {
@@ -138,13 +102,6 @@ final class CudaSpillMemory implements SpillMemory {
         @Override
         public void close() {
             memory.close();
-        }
-    }
-
-    private record HostBlock(CudaSpillMemory owner, PinnedMemory pinned, MemorySegment segment) implements Block {
-        @Override
-        public void close() {
-            owner.giveBack(pinned);
         }
     }
 }

@@ -39,6 +39,36 @@ interface SpillMemory extends AutoCloseable {
     Block allocateHost(long bytes);
 
     /**
+     * What a host block of {@code bytes} really holds (its size class), what counts against the host limit.
+     *
+     * @param bytes at least 1
+     * @return bytes, at least {@code bytes}
+     */
+    long hostFootprint(long bytes);
+
+    /**
+     * The idle host memory kept for reuse, which counts against the host limit too.
+     *
+     * @return bytes
+     */
+    long idleHostBytes();
+
+    /**
+     * Frees idle host memory kept for reuse, that idle longest first.
+     *
+     * @param bytes bytes wanted freed
+     * @return the bytes freed; 0 when nothing is idle
+     */
+    long trimIdleHost(long bytes);
+
+    /**
+     * The largest device allocation that could ever succeed ({@code memory-pool.maximum-size}).
+     *
+     * @return bytes
+     */
+    long maxDeviceAllocation();
+
+    /**
      * Copies {@code src.byteSize()} bytes into the start of {@code dst}, between the tiers, and returns when
      * done.
      *
@@ -74,7 +104,12 @@ interface SpillMemory extends AutoCloseable {
          */
         MemorySegment segment();
 
-        /** Frees the memory (or returns it to its pool). */
+        /**
+         * Frees the memory (or returns it to its pool). Idempotent.
+         *
+         * @throws IllegalStateException while another thread is inside a call on the segment: nothing
+         *     changed
+         */
         @Override
         void close();
     }

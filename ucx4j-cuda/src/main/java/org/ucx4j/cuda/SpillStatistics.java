@@ -19,7 +19,8 @@ import java.time.Duration;
  * @param hostToDevice buffers brought back to the device from host memory
  * @param diskToDevice buffers brought back to the device from disk (read into host memory, then copied)
  * @param justInTimeSpills spills made because a device allocation failed (included in {@code deviceToHost})
- * @param failedSpills spills that failed (a full disk, a missing directory): the buffer stayed where it was
+ * @param failedSpills moves that failed (a full disk, a missing directory, a copy the driver refused, memory
+ *     in use by another thread that could not be freed): the buffer stayed where it was
  */
 public record SpillStatistics(
         long deviceBytes,

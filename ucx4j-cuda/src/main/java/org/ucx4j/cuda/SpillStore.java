@@ -8,16 +8,20 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -46,7 +50,16 @@ import org.ucx4j.UcxConfig;
  * <p>Failures lose nothing: a spill that cannot be written (a full disk, a missing or unwritable directory)
  * or read back fails the operation that needed it with an {@link UncheckedIOException} that names the
  * directory and the cause, before that operation has done anything; the buffer being moved stays whole where
- * it was. The device bytes come back exactly as they were spilled.
+ * it was. The device bytes come back exactly as they were spilled. A buffer whose memory cannot be freed now
+ * (another thread is inside a call on its segment) is not spilled: it stays where it is, a warning is logged,
+ * {@code failedSpills} counts it, and the next buffer is spilled instead.
+ *
+ * <p>Host memory: {@code memory-limit} bounds the pinned host memory the store holds, not just its buffers'
+ * sizes: each host buffer counts by its block's size class (at most 25% above its size), idle blocks kept for
+ * reuse count too (and are freed first when room is needed), and so does the one staging block (at most
+ * 64 MiB and a quarter of the limit) through which buffers larger than the limit go from the device to disk
+ * and every buffer comes back from disk. The default is 80% of the memory the process may use (its
+ * container's limit, if any) divided by the GPUs it sees: pinned memory cannot be paged out.
  *
  * <p>The store is also a {@link MemoryProvider} ({@link #allocate(long, Arena)}): device memory for UCX to
  * receive into ({@code AmAllocator.of(store)}, ucx4j-comm's {@code FrameAllocator.host().with(store)}) comes
@@ -58,13 +71,15 @@ import org.ucx4j.UcxConfig;
  * <p>Ownership: the store owns the memory of every buffer in it and the files it writes (in a directory of
  * its own under {@code local-directory}, deleted on {@link #close()}); the caller owns each
  * {@link SpillableBuffer} handle and the store. The {@link GpuMemoryPool} stays the caller's: close the store
- * before the pool.
+ * before the pool, and the pool only after every {@link SpillableBuffer.Access} is closed.
  *
  * <p>Threading: safe from any thread, virtual threads included. One lock orders every move and every change of
- * a buffer's place; copies and file I/O of a spill run under it, so spills and unspills happen one at a time,
- * and {@code allocate}, {@code put}, {@code acquire} and closing an access wait for a move in progress.
- * Threads working on buffers they have acquired are not held up. The lock is never held while user code
- * runs.
+ * a buffer's place; the copies and file I/O of a move run under it, so moves happen one at a time and every
+ * call of the store and its buffers ({@code allocate}, {@code put}, {@code spill}, {@code acquire},
+ * {@code tier()}, {@code statistics()}, closing a buffer, an access or the store) waits for a move in
+ * progress, which may be a disk write of a whole buffer. This includes {@link #allocate(long, Arena)} on a
+ * UCX progress thread. Threads working on buffers they have acquired are not held up. The lock is never held
+ * while user code runs: log lines (SLF4J appenders) are written after it is released.
  */
 public final class SpillStore implements MemoryProvider, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SpillStore.class);
@@ -93,6 +108,10 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     private long nextId;
     private Path spillDirectory;
     private SpillableBuffer returning;
+    // Host memory the host tier holds: its buffers' blocks by size class, and a staging block in use.
+    private long hostHeld;
+    // Log lines of moves made under the lock, written by the next thread to leave it (never under the lock).
+    private final List<Runnable> pendingLog = new ArrayList<>();
     private boolean closed;
 
     private SpillStore(
@@ -148,17 +167,23 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
      * @return the buffer, on the device, not acquired; owned by the caller
      * @throws IllegalArgumentException when {@code byteSize} is below 1
      * @throws IllegalStateException when the store is closed
-     * @throws CudaException when the device has no room even after spilling every buffer not in use
+     * @throws CudaException when the device has no room even after spilling every buffer not in use, or at
+     *     once, spilling nothing, when {@code byteSize} is larger than the pool's maximum size
      * @throws UncheckedIOException when a spill needed to make room failed; nothing was allocated
      */
     public SpillableBuffer allocate(long byteSize) {
         if (byteSize < 1) {
             throw new IllegalArgumentException("a spillable buffer of " + byteSize + " bytes (need at least 1)");
         }
-        synchronized (lock) {
-            ensureOpen();
-            makeDeviceRoom(byteSize);
-            return add(byteSize, allocateDevice(byteSize, "allocate"));
+        try {
+            synchronized (lock) {
+                ensureOpen();
+                requireCanFit(byteSize, "allocate");
+                makeDeviceRoom(byteSize);
+                return add(byteSize, allocateDevice(byteSize, "allocate"));
+            }
+        } finally {
+            flushLog();
         }
     }
 
@@ -186,10 +211,14 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
 
     /** Takes a device block into the store, room made first; the seam that tests without a GPU use. */
     SpillableBuffer put(SpillMemory.Block device, long byteSize) {
-        synchronized (lock) {
-            ensureOpen();
-            makeDeviceRoom(byteSize);
-            return add(byteSize, device);
+        try {
+            synchronized (lock) {
+                ensureOpen();
+                makeDeviceRoom(byteSize);
+                return add(byteSize, device);
+            }
+        } finally {
+            flushLog();
         }
     }
 
@@ -203,7 +232,7 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     /**
      * Spills least recently used buffers not in use from the device until at least {@code byteCount} bytes
      * left it (or nothing is left to spill): room made on demand, for code that needs device memory outside
-     * the store.
+     * the store. Waits for a move in progress.
      *
      * @param byteCount bytes wanted off the device
      * @return the bytes spilled (may be more than asked, or less when the rest is in use)
@@ -211,41 +240,65 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
      * @throws UncheckedIOException when a spill failed; what was spilled before stays spilled
      */
     public long spill(long byteCount) {
-        synchronized (lock) {
-            ensureOpen();
-            long spilled = 0;
-            while (spilled < byteCount) {
-                SpillableBuffer victim = leastRecentlyUsedIdle();
-                if (victim == null) {
-                    break;
+        try {
+            synchronized (lock) {
+                ensureOpen();
+                long spilled = 0;
+                Set<SpillableBuffer> skipped = new HashSet<>();
+                while (spilled < byteCount) {
+                    SpillableBuffer victim = leastRecentlyUsedIdle(skipped);
+                    if (victim == null) {
+                        break;
+                    }
+                    if (spillToHost(victim, "asked")) {
+                        spilled += victim.byteSize();
+                    } else {
+                        skipped.add(victim);
+                    }
                 }
-                spillToHost(victim, "asked");
-                spilled += victim.byteSize();
+                return spilled;
             }
-            return spilled;
+        } finally {
+            flushLog();
         }
     }
 
     SpillableBuffer.Access acquire(SpillableBuffer b) {
-        synchronized (lock) {
-            ensureOpen();
-            if (b.closed) {
-                throw new IllegalStateException(b + " already closed");
+        try {
+            synchronized (lock) {
+                ensureOpen();
+                if (b.closed) {
+                    throw new IllegalStateException(b + " already closed");
+                }
+                if (b.tier != SpillTier.DEVICE) {
+                    unspill(b);
+                } else {
+                    onDevice.remove(b); // most recently used now
+                    onDevice.add(b);
+                }
+                b.accesses++;
+                return new SpillableBuffer.Access(b, b.device.segment());
             }
-            if (b.tier != SpillTier.DEVICE) {
-                unspill(b);
-            } else {
-                onDevice.remove(b); // most recently used now
-                onDevice.add(b);
-            }
-            b.accesses++;
-            return new SpillableBuffer.Access(b, b.device.segment());
+        } finally {
+            flushLog();
         }
     }
 
     void release(SpillableBuffer b) {
-        synchronized (lock) {
-            b.accesses--;
+        try {
+            synchronized (lock) {
+                b.accesses--;
+                if (closed && b.accesses == 0 && !b.closed) {
+                    try {
+                        discard(b); // the store closed while this access was open: freed now
+                    } catch (RuntimeException e) {
+                        warn("cannot free " + b + " after its last access closed (the store is closed): " + e
+                                + "; close the store again to free it");
+                    }
+                }
+            }
+        } finally {
+            flushLog();
         }
     }
 
@@ -272,8 +325,8 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     }
 
     /**
-     * Lock held: frees a buffer wherever it is, even in use (the store closing). When the memory cannot be
-     * freed (another thread is inside a call on the segment right now) nothing changes.
+     * Lock held: frees a buffer not in use wherever it is. When the memory cannot be freed (another thread is
+     * inside a call on the segment right now) nothing changes and the {@link IllegalStateException} goes on.
      */
     private void discard(SpillableBuffer b) {
         switch (b.tier) {
@@ -283,20 +336,36 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         }
         (b.tier == SpillTier.DEVICE ? onDevice : b.tier == SpillTier.HOST ? onHost : onDisk).remove(b);
         addBytes(b.tier, -b.byteSize());
+        if (b.tier == SpillTier.HOST) {
+            hostHeld -= memory.hostFootprint(b.byteSize());
+        }
         b.closed = true;
         b.device = null;
         b.host = null;
         b.file = null;
     }
 
+    /** Lock held: refuses at once, spilling nothing, a device allocation that could never succeed. */
+    private void requireCanFit(long byteSize, String why) {
+        long max = memory.maxDeviceAllocation();
+        if (byteSize > max) {
+            throw new CudaException("no room for " + byteSize + " bytes (" + why + ") on " + memory.deviceName()
+                    + ": larger than the memory pool's maximum size (memory-pool.maximum-size) of " + max
+                    + " bytes; nothing was spilled");
+        }
+    }
+
     /** Lock held: spills until {@code incoming} more bytes fit under the device limit, or nothing is idle. */
     private void makeDeviceRoom(long incoming) {
+        Set<SpillableBuffer> skipped = new HashSet<>();
         while (bytes.get(SpillTier.DEVICE) + incoming > deviceLimit) {
-            SpillableBuffer victim = leastRecentlyUsedIdle();
+            SpillableBuffer victim = leastRecentlyUsedIdle(skipped);
             if (victim == null) {
                 return; // the rest is in use: the tier stays over its limit
             }
-            spillToHost(victim, "device-memory-limit");
+            if (!spillToHost(victim, "device-memory-limit")) {
+                skipped.add(victim);
+            }
         }
     }
 
@@ -305,13 +374,17 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
      * when the pool has no room: so that memory UCX receives into (active messages with
      * {@code AmAllocator.of(store)}, comm frames with {@code FrameAllocator.host().with(store)}) makes room
      * by spilling rather than failing. The memory itself is never spilled and does not count toward the
-     * device limit; it goes back to the pool when {@code scope} closes. A spill to make room runs on the
-     * calling thread (for active messages, the worker's progress thread) and takes the time of its copy.
+     * device limit; it goes back to the pool when {@code scope} closes.
+     *
+     * <p>A spill to make room runs on the calling thread, for active messages the worker's progress thread:
+     * it takes the time of its copy and, when the host tier is full, of writing host buffers to disk, and it
+     * waits for any move in progress in other threads. Keep the pool large enough that this is the exception.
      *
      * @param byteSize the size
      * @param scope the arena that owns the memory
      * @return device memory of exactly {@code byteSize} bytes
-     * @throws CudaException when the pool has no room even after spilling every buffer not in use
+     * @throws CudaException when the pool has no room even after spilling every buffer not in use, or at
+     *     once, spilling nothing, when {@code byteSize} is larger than the pool's maximum size
      * @throws UncheckedIOException when a spill needed to make room failed
      * @throws IllegalStateException when the store is closed
      */
@@ -320,14 +393,18 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         if (byteSize < 0) {
             throw new IllegalArgumentException("negative size " + byteSize);
         }
-        synchronized (lock) {
-            ensureOpen();
-            return byteSize == 0
-                    ? memory.allocateDevice(0, scope)
-                    : justInTime(
-                            byteSize,
-                            "allocate(" + byteSize + ", arena)",
-                            () -> memory.allocateDevice(byteSize, scope));
+        try {
+            synchronized (lock) {
+                ensureOpen();
+                if (byteSize == 0) {
+                    return memory.allocateDevice(0, scope);
+                }
+                String why = "allocate(" + byteSize + ", arena)";
+                requireCanFit(byteSize, why);
+                return justInTime(byteSize, why, () -> memory.allocateDevice(byteSize, scope));
+            }
+        } finally {
+            flushLog();
         }
     }
 
@@ -360,41 +437,52 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     /** Lock held: tries an allocation, spilling one more buffer each time it finds no room. */
     private <T> T justInTime(long byteSize, String why, Supplier<T> attempt) {
         T block = attempt.get();
+        Set<SpillableBuffer> skipped = new HashSet<>();
         while (block == null) {
-            SpillableBuffer victim = leastRecentlyUsedIdle();
+            SpillableBuffer victim = leastRecentlyUsedIdle(skipped);
             if (victim == null) {
                 throw new CudaException("no room for " + byteSize + " bytes (" + why + ") on " + memory.deviceName()
                         + " even after spilling every buffer not in use: the spill store holds "
                         + bytes.get(SpillTier.DEVICE) + " bytes there in " + onDevice.size()
-                        + " buffers in use; the rest of the device's memory is held outside the store");
+                        + " buffers in use or not freeable now; the rest of the device's memory is held outside"
+                        + " the store");
             }
-            spillToHost(victim, "just in time");
+            if (!spillToHost(victim, "just in time")) {
+                skipped.add(victim);
+                continue;
+            }
             justInTime++;
             block = attempt.get();
         }
         return block;
     }
 
-    private SpillableBuffer leastRecentlyUsedIdle() {
+    private SpillableBuffer leastRecentlyUsedIdle(Set<SpillableBuffer> skipped) {
         for (SpillableBuffer b : onDevice) {
-            if (b.accesses == 0) {
+            if (b.accesses == 0 && !skipped.contains(b)) {
                 return b;
             }
         }
         return null;
     }
 
-    /** Lock held: device -> host (room made under the host limit first; straight on to disk when larger). */
-    private void spillToHost(SpillableBuffer b, String why) {
-        long start = System.nanoTime();
-        if (b.byteSize() <= hostLimit) {
-            makeHostRoom(b.byteSize());
+    /**
+     * Lock held: device -> host (room made under the host limit first; a buffer whose host block would not
+     * fit under the limit goes straight to disk, in chunks). Answers false, having changed nothing and logged
+     * a warning, when the buffer's device memory cannot be freed now (another thread is inside a call on it):
+     * the caller tries the next victim.
+     */
+    private boolean spillToHost(SpillableBuffer b, String why) {
+        long footprint = memory.hostFootprint(b.byteSize());
+        if (footprint > hostLimit) {
+            return spillDeviceToDisk(b, "larger than memory-limit");
         }
+        long start = System.nanoTime();
+        makeHostRoom(footprint);
         SpillMemory.Block host = null;
         try {
             host = memory.allocateHost(b.byteSize());
             memory.copy(host.segment(), b.device.segment());
-            b.device.close();
         } catch (RuntimeException e) {
             failed++;
             if (host != null) {
@@ -402,27 +490,62 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
             }
             throw e;
         }
+        if (!freeLeft(b, b.device, "device")) {
+            host.close();
+            return false;
+        }
         b.device = null;
         b.host = host;
+        hostHeld += footprint;
         move(b, onDevice, onHost, SpillTier.HOST);
         long nanos = System.nanoTime() - start;
         deviceToHost = deviceToHost.plus(b.byteSize(), nanos);
         log(b, SpillTier.DEVICE, SpillTier.HOST, why, nanos);
-        if (b.byteSize() > hostLimit) {
-            spillToDisk(b, "larger than memory-limit");
+        return true;
+    }
+
+    /**
+     * Lock held: frees the block a buffer has just left (its bytes are whole in the new place). Answers false
+     * when the block is still alive because another thread is inside a call on it: nothing was freed and the
+     * buffer must stay where it was (that thread may still be writing). A free that fails after the memory's
+     * lifetime ended keeps the move: the memory is leaked, with a warning.
+     */
+    private boolean freeLeft(SpillableBuffer b, SpillMemory.Block old, String tier) {
+        MemorySegment segment = old.segment();
+        try {
+            old.close();
+            return true;
+        } catch (RuntimeException e) {
+            if (segment.scope().isAlive()) {
+                failed++;
+                warn("cannot spill " + b + ": its " + tier + " memory is in use by another thread (" + e
+                        + "); it stays where it is and the next buffer is spilled instead");
+                return false;
+            }
+            warn("the " + tier + " memory of " + b + " could not be given back after the buffer left it: " + e
+                    + "; it is leaked");
+            return true;
         }
     }
 
     /**
-     * Lock held: writes host buffers to disk until {@code incoming} more bytes fit under the host limit. The
-     * buffer on its way back to the device (if from host memory) is neither written nor counted: it leaves.
+     * Lock held: writes host buffers to disk, after freeing idle host blocks, until {@code incoming} more bytes
+     * fit under the host limit. Counts what the host tier really holds: blocks by their size class and the idle
+     * ones. The buffer on its way back to the device (if from host memory) is neither written nor counted: it
+     * leaves.
      */
     private void makeHostRoom(long incoming) {
-        long leaving = returning != null && returning.tier == SpillTier.HOST ? returning.byteSize() : 0;
-        while (bytes.get(SpillTier.HOST) - leaving + incoming > hostLimit) {
+        long leaving =
+                returning != null && returning.tier == SpillTier.HOST ? memory.hostFootprint(returning.byteSize()) : 0;
+        Set<SpillableBuffer> skipped = new HashSet<>();
+        long over;
+        while ((over = hostHeld - leaving + memory.idleHostBytes() + incoming - hostLimit) > 0) {
+            if (memory.trimIdleHost(over) > 0) {
+                continue;
+            }
             SpillableBuffer victim = null;
             for (SpillableBuffer b : onHost) {
-                if (b != returning) {
+                if (b != returning && !skipped.contains(b)) {
                     victim = b;
                     break;
                 }
@@ -430,38 +553,126 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
             if (victim == null) {
                 return;
             }
-            spillToDisk(victim, "memory-limit");
+            if (!spillToDisk(victim, "memory-limit")) {
+                skipped.add(victim);
+            }
         }
     }
 
     /** Lock held: host -> a file of its own; on failure the buffer stays in host memory, whole. */
-    private void spillToDisk(SpillableBuffer b, String why) {
+    private boolean spillToDisk(SpillableBuffer b, String why) {
         long start = System.nanoTime();
+        Path file = writeFile(
+                b,
+                "in host memory",
+                (ch, offset, n) -> write(ch, b.host.segment().asSlice(offset, n), offset));
+        if (!freeLeft(b, b.host, "host")) {
+            deleteFile(file);
+            return false;
+        }
+        b.host = null;
+        b.file = file;
+        hostHeld -= memory.hostFootprint(b.byteSize());
+        move(b, onHost, onDisk, SpillTier.DISK);
+        long nanos = System.nanoTime() - start;
+        hostToDisk = hostToDisk.plus(b.byteSize(), nanos);
+        log(b, SpillTier.HOST, SpillTier.DISK, why, nanos);
+        return true;
+    }
+
+    /**
+     * Lock held: device -> a file of its own through one bounded pinned staging block, for a buffer larger
+     * than the host limit; on failure the buffer stays on the device, whole. Counted as a move to host and
+     * one to disk.
+     */
+    private boolean spillDeviceToDisk(SpillableBuffer b, String why) {
+        long start = System.nanoTime();
+        Path file;
+        try (Staging staging = staging(b.byteSize())) {
+            file = writeFile(b, "on the device", (ch, offset, n) -> {
+                MemorySegment chunk = staging.block.segment().asSlice(0, n);
+                memory.copy(chunk, b.device.segment().asSlice(offset, n));
+                write(ch, chunk, offset);
+            });
+        }
+        if (!freeLeft(b, b.device, "device")) {
+            deleteFile(file);
+            return false;
+        }
+        b.device = null;
+        b.file = file;
+        move(b, onDevice, onDisk, SpillTier.DISK);
+        long nanos = System.nanoTime() - start;
+        deviceToHost = deviceToHost.plus(b.byteSize(), nanos);
+        hostToDisk = hostToDisk.plus(b.byteSize(), nanos);
+        log(b, SpillTier.DEVICE, SpillTier.DISK, why, nanos);
+        return true;
+    }
+
+    /** Writes one chunk of a buffer at an offset of its file. */
+    @FunctionalInterface
+    private interface ChunkWriter {
+        void write(FileChannel ch, long offset, long n) throws IOException;
+    }
+
+    /**
+     * Lock held: a new spill file written chunk by chunk; on failure deleted, counted and reported ({@code
+     * stays}: where the buffer stays then).
+     */
+    private Path writeFile(SpillableBuffer b, String stays, ChunkWriter writer) {
         Path file = null;
         try {
             file = spillDirectory().resolve(b.id() + SPILL_SUFFIX);
             try (FileChannel ch = FileChannel.open(file, CREATE_NEW, WRITE)) {
-                transfer(ch, b.host.segment(), true);
+                long chunk = chunkSize(b.byteSize());
+                for (long offset = 0; offset < b.byteSize(); offset += chunk) {
+                    writer.write(ch, offset, Math.min(chunk, b.byteSize() - offset));
+                }
             }
+            return file;
         } catch (IOException | UncheckedIOException e) {
             failed++;
             if (file != null) {
                 deleteFile(file);
             }
-            String cause = e instanceof UncheckedIOException u ? u.getCause().toString() : e.toString();
             IOException io = e instanceof UncheckedIOException u ? u.getCause() : (IOException) e;
             throw new UncheckedIOException(
-                    "cannot spill " + b + " to disk under local-directory " + localDirectory + ": " + cause
-                            + "; the buffer stays in host memory",
+                    "cannot spill " + b + " to disk under local-directory " + localDirectory + ": " + io
+                            + "; the buffer stays " + stays,
                     io);
+        } catch (RuntimeException e) {
+            failed++;
+            deleteFile(file);
+            throw e;
         }
-        b.host.close();
-        b.host = null;
-        b.file = file;
-        move(b, onHost, onDisk, SpillTier.DISK);
-        long nanos = System.nanoTime() - start;
-        hostToDisk = hostToDisk.plus(b.byteSize(), nanos);
-        log(b, SpillTier.HOST, SpillTier.DISK, why, nanos);
+    }
+
+    /** The chunk in which a buffer moves to or from disk: at most a quarter of the host limit, 64 MiB. */
+    private long chunkSize(long byteSize) {
+        return Math.max(1, Math.min(byteSize, Math.min(IO_CHUNK, Math.max(4096, hostLimit / 4))));
+    }
+
+    /** A pinned block for streaming between device and disk, counted against the host limit while held. */
+    private final class Staging implements AutoCloseable {
+        final SpillMemory.Block block;
+        private final long footprint;
+
+        Staging(long size) {
+            footprint = memory.hostFootprint(size);
+            makeHostRoom(footprint);
+            block = memory.allocateHost(size);
+            hostHeld += footprint;
+        }
+
+        @Override
+        public void close() {
+            hostHeld -= footprint;
+            block.close();
+        }
+    }
+
+    private Staging staging(long byteSize) {
+        return new Staging(chunkSize(byteSize));
     }
 
     /** Lock held: host or disk -> device, room made first; on failure nothing moved. */
@@ -469,6 +680,7 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         long start = System.nanoTime();
         SpillTier from = b.tier;
         SpillMemory.Block device;
+        requireCanFit(b.byteSize(), "bring back " + b);
         returning = b;
         try {
             makeDeviceRoom(b.byteSize());
@@ -480,23 +692,24 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
             if (from == SpillTier.HOST) {
                 memory.copy(device.segment(), b.host.segment());
             } else {
-                try (SpillMemory.Block staging = memory.allocateHost(b.byteSize());
-                        FileChannel ch = FileChannel.open(b.file, READ)) {
-                    transfer(ch, staging.segment(), false);
-                    memory.copy(device.segment(), staging.segment());
-                } catch (IOException e) {
-                    failed++;
-                    throw new UncheckedIOException(
-                            "cannot read " + b + " back from " + b.file + ": " + e + "; it stays on disk", e);
-                }
+                readFile(b, device.segment());
             }
         } catch (RuntimeException e) {
+            if (!(e instanceof UncheckedIOException)) {
+                failed++; // a read that failed is counted where it failed
+            }
             device.close();
             throw e;
         }
         if (from == SpillTier.HOST) {
-            b.host.close();
+            try {
+                b.host.close();
+            } catch (RuntimeException e) {
+                warn("the host memory of " + b + " could not be freed after it came back to the device: " + e
+                        + "; it is leaked");
+            }
             b.host = null;
+            hostHeld -= memory.hostFootprint(b.byteSize());
             move(b, onHost, onDevice, SpillTier.DEVICE);
         } else {
             deleteFile(b.file);
@@ -513,6 +726,24 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         log(b, from, SpillTier.DEVICE, "acquired", nanos);
     }
 
+    /** Lock held: a spill file back into device memory, chunk by chunk through a pinned staging block. */
+    private void readFile(SpillableBuffer b, MemorySegment device) {
+        try (Staging staging = staging(b.byteSize());
+                FileChannel ch = FileChannel.open(b.file, READ)) {
+            long chunk = chunkSize(b.byteSize());
+            for (long offset = 0; offset < b.byteSize(); offset += chunk) {
+                long n = Math.min(chunk, b.byteSize() - offset);
+                MemorySegment stage = staging.block.segment().asSlice(0, n);
+                read(ch, stage, offset);
+                memory.copy(device.asSlice(offset, n), stage);
+            }
+        } catch (IOException e) {
+            failed++;
+            throw new UncheckedIOException(
+                    "cannot read " + b + " back from " + b.file + ": " + e + "; it stays on disk", e);
+        }
+    }
+
     private void move(
             SpillableBuffer b, LinkedHashSet<SpillableBuffer> from, LinkedHashSet<SpillableBuffer> to, SpillTier tier) {
         from.remove(b);
@@ -526,20 +757,21 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         bytes.merge(tier, delta, Long::sum);
     }
 
-    /** Writes a segment to, or reads it from, the start of a file, in chunks a ByteBuffer can hold. */
-    private static void transfer(FileChannel ch, MemorySegment segment, boolean write) throws IOException {
-        long size = segment.byteSize();
-        for (long offset = 0; offset < size; ) {
-            ByteBuffer chunk =
-                    segment.asSlice(offset, Math.min(IO_CHUNK, size - offset)).asByteBuffer();
-            while (chunk.hasRemaining()) {
-                int n = write ? ch.write(chunk, offset + chunk.position()) : ch.read(chunk, offset + chunk.position());
-                if (n < 0) {
-                    throw new IOException(
-                            "the spill file ends after " + (offset + chunk.position()) + " of " + size + " bytes");
-                }
+    /** Writes a chunk (at most 2 GiB) at an offset of a file. */
+    private static void write(FileChannel ch, MemorySegment chunk, long offset) throws IOException {
+        ByteBuffer buf = chunk.asByteBuffer();
+        while (buf.hasRemaining()) {
+            ch.write(buf, offset + buf.position());
+        }
+    }
+
+    /** Reads a chunk (at most 2 GiB) from an offset of a file. */
+    private static void read(FileChannel ch, MemorySegment chunk, long offset) throws IOException {
+        ByteBuffer buf = chunk.asByteBuffer();
+        while (buf.hasRemaining()) {
+            if (ch.read(buf, offset + buf.position()) < 0) {
+                throw new IOException("the spill file ends after " + (offset + buf.position()) + " bytes");
             }
-            offset += chunk.capacity();
         }
     }
 
@@ -567,22 +799,45 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         }
     }
 
+    /** Lock held: logs a move, once the lock is released. */
     private void log(SpillableBuffer b, SpillTier from, SpillTier to, String why, long nanos) {
         Level level = logSpilling ? Level.INFO : Level.DEBUG;
         if (LOG.isEnabledForLevel(level)) {
-            double ms = nanos / 1e6;
-            LOG.atLevel(level)
+            String ms = String.format(Locale.ROOT, "%.3f", nanos / 1e6);
+            String speed = nanos > 0
+                    ? String.format(Locale.ROOT, "%.1f", b.byteSize() / (double) (1 << 20) / (nanos / 1e9))
+                    : "n/a";
+            long id = b.id();
+            long size = b.byteSize();
+            pendingLog.add(() -> LOG.atLevel(level)
                     .log(
                             "spill: buffer #{} ({} bytes) {} -> {} ({}) in {} ms ({} MB/s)",
-                            b.id(),
-                            b.byteSize(),
+                            id,
+                            size,
                             from.label(),
                             to.label(),
                             why,
-                            String.format(java.util.Locale.ROOT, "%.3f", ms),
-                            String.format(
-                                    java.util.Locale.ROOT, "%.1f", b.byteSize() / (double) (1 << 20) / (nanos / 1e9)));
+                            ms,
+                            speed));
         }
+    }
+
+    /** Lock held: logs a warning, once the lock is released. */
+    private void warn(String message) {
+        pendingLog.add(() -> LOG.warn("spill: {}", message));
+    }
+
+    /** Lock not held: writes the log lines of moves made under the lock. */
+    private void flushLog() {
+        List<Runnable> lines;
+        synchronized (lock) {
+            if (pendingLog.isEmpty()) {
+                return;
+            }
+            lines = new ArrayList<>(pendingLog);
+            pendingLog.clear();
+        }
+        lines.forEach(Runnable::run);
     }
 
     private void ensureOpen() {
@@ -592,7 +847,7 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     }
 
     /**
-     * The counters now.
+     * The counters now. Waits for a move in progress.
      *
      * @return a snapshot
      */
@@ -642,40 +897,55 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     }
 
     /**
-     * Frees every buffer (also those in use: their accesses' segments then fail with "already closed"),
-     * deletes the spill files and the store's directory, and frees the pinned host memory kept for reuse.
-     * Idempotent.
+     * Closes the store: frees every buffer not in use, wherever it is, deletes the spill files and the store's
+     * directory, and frees the pinned host memory kept for reuse. A buffer in use (an {@link
+     * SpillableBuffer.Access} open) is not freed under its holder, whose kernels, copies or UCX requests may
+     * still use the memory: its segment stays valid and the buffer is freed when its last access closes (so
+     * the {@link GpuMemoryPool} must stay open until then). After this call the store takes no new buffers
+     * and no new accesses.
+     *
+     * <p>Idempotent; a second call tries again what could not be freed the first time (memory another thread
+     * was inside a call on).
+     *
+     * @throws IllegalStateException naming the buffer, when a buffer's memory cannot be freed now because
+     *     another thread is inside a call on it (others' failures suppressed): the store is closed, that
+     *     buffer stays allocated until {@code close()} is called again
+     * @throws UncheckedIOException when the store's directory cannot be deleted
      */
     @Override
     public void close() {
         List<RuntimeException> failures = new ArrayList<>();
-        synchronized (lock) {
-            if (closed) {
-                return;
-            }
-            closed = true;
-            List<SpillableBuffer> all = new ArrayList<>(onDevice);
-            all.addAll(onHost);
-            all.addAll(onDisk);
-            for (SpillableBuffer b : all) {
-                try {
-                    discard(b);
-                } catch (RuntimeException e) {
-                    failures.add(e);
-                }
-            }
-            if (spillDirectory != null) {
-                try {
-                    Files.deleteIfExists(spillDirectory);
-                } catch (IOException e) {
-                    failures.add(new UncheckedIOException("cannot delete " + spillDirectory, e));
-                }
-            }
-        }
         try {
-            memory.close();
-        } catch (RuntimeException e) {
-            failures.add(e);
+            synchronized (lock) {
+                closed = true;
+                List<SpillableBuffer> idle = new ArrayList<>();
+                for (LinkedHashSet<SpillableBuffer> tier : List.of(onDevice, onHost, onDisk)) {
+                    tier.stream().filter(b -> b.accesses == 0).forEach(idle::add);
+                }
+                for (SpillableBuffer b : idle) {
+                    try {
+                        discard(b);
+                    } catch (RuntimeException e) {
+                        failures.add(new IllegalStateException(
+                                "cannot free " + b + " while closing the spill store: " + e.getMessage(), e));
+                    }
+                }
+                if (spillDirectory != null && onDisk.isEmpty()) {
+                    try {
+                        Files.deleteIfExists(spillDirectory);
+                        spillDirectory = null;
+                    } catch (IOException e) {
+                        failures.add(new UncheckedIOException("cannot delete " + spillDirectory, e));
+                    }
+                }
+            }
+            try {
+                memory.close();
+            } catch (RuntimeException e) {
+                failures.add(e);
+            }
+        } finally {
+            flushLog();
         }
         if (!failures.isEmpty()) {
             RuntimeException first = failures.getFirst();
@@ -697,6 +967,12 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
      */
     public static final class Builder {
         private static final MemoryLimit DEFAULT_DEVICE_LIMIT = MemoryLimit.ofFraction(0.8);
+        /**
+         * The share of the process's memory ({@link #availableMemory()}) the host tier may hold by default,
+         * before it is divided among the GPUs: the rest is for the JVM's heap, UCX, the driver and the OS,
+         * since the host tier is pinned memory the kernel can neither page out nor reclaim.
+         */
+        static final double DEFAULT_HOST_FRACTION = 0.8;
         // Idle pinned host memory kept for the next spill, at most: pinning is slow, holding it is not free.
         private static final long MAX_RETAINED_PINNED = 2L << 30;
 
@@ -761,7 +1037,9 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         }
 
         /**
-         * The host tier's limit in bytes (default: the machine's memory divided by the GPUs this process sees).
+         * The host tier's limit in bytes: pinned host memory held, blocks counted by their size class, idle
+         * blocks kept for reuse and the staging block included (default: 80% of the memory this process may
+         * use, its container's limit when there is one, divided by the GPUs this process sees).
          *
          * @param bytes at least 1
          * @return this builder
@@ -811,7 +1089,8 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         }
 
         private long hostLimit(int gpus) {
-            return (hostLimit != null ? hostLimit : MemoryLimit.ofFraction(1.0 / gpus)).resolve(physicalMemory());
+            return (hostLimit != null ? hostLimit : MemoryLimit.ofFraction(DEFAULT_HOST_FRACTION / gpus))
+                    .resolve(availableMemory());
         }
 
         private SpillStore build(SpillMemory memory, long host) {
@@ -821,16 +1100,20 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         }
     }
 
-    /** The machine's memory ({@code MemTotal} of {@code /proc/meminfo}); 16 GiB when it cannot be read. */
-    static long physicalMemory() {
+    /**
+     * The memory this process may use: the container's limit when there is one (cgroups), else the machine's
+     * ({@code OperatingSystemMXBean.getTotalMemorySize()}, which is container-aware); 16 GiB when unknown.
+     */
+    static long availableMemory() {
         try {
-            for (String line : Files.readAllLines(Path.of("/proc/meminfo"))) {
-                if (line.startsWith("MemTotal:")) {
-                    return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+            if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
+                long total = os.getTotalMemorySize();
+                if (total > 0) {
+                    return total;
                 }
             }
-        } catch (IOException | NumberFormatException e) {
-            LOG.debug("cannot read /proc/meminfo: {}", e.toString());
+        } catch (RuntimeException e) {
+            LOG.debug("cannot read the total memory size: {}", e.toString());
         }
         return 16L << 30;
     }

@@ -55,7 +55,8 @@ public final class SpillableBuffer implements AutoCloseable {
     }
 
     /**
-     * Where the bytes are now; another thread's access or spill may change it at any moment.
+     * Where the bytes are now; another thread's access or spill may change it at any moment. Waits for a move
+     * in progress.
      *
      * @return the tier
      * @throws IllegalStateException when the buffer is closed
@@ -80,7 +81,7 @@ public final class SpillableBuffer implements AutoCloseable {
     }
 
     /**
-     * Frees the buffer in whichever tier it is (its file too). Idempotent.
+     * Frees the buffer in whichever tier it is (its file too). Idempotent. Waits for a move in progress.
      *
      * @throws IllegalStateException while an {@link Access} is open
      */
@@ -99,7 +100,13 @@ public final class SpillableBuffer implements AutoCloseable {
      *
      * <p>Ownership: the caller closes it, once per {@link SpillableBuffer#acquire()}. The segment is the
      * buffer's device memory; it must not be used after the access is closed (once the buffer is spilled,
-     * the segment is closed and using it fails with "already closed").
+     * the segment is closed and using it fails with "already closed"). Work on the segment that the JVM does
+     * not see must be finished before the access is closed: kernels and asynchronous copies on any CUDA
+     * stream (synchronize the stream first; the store's own copies are {@code cuMemcpy}, on the legacy
+     * default stream) and UCX requests that send from or receive into it (wait for them to complete).
+     * Otherwise the store may spill the buffer and hand its memory to another buffer while that work still
+     * writes into it. Closing the store does not free a buffer with an access open: it is freed when its
+     * last access closes.
      *
      * <p>Threading: safe from any thread; closing twice is harmless.
      */
@@ -132,7 +139,10 @@ public final class SpillableBuffer implements AutoCloseable {
             return buffer;
         }
 
-        /** Lets the store spill the buffer again once no other access holds it. Idempotent. */
+        /**
+         * Lets the store spill the buffer again once no other access holds it (or frees it, when the store
+         * closed meanwhile and this was its last access). Idempotent. Waits for a move in progress.
+         */
         @Override
         public void close() {
             if (closed.compareAndSet(false, true)) {

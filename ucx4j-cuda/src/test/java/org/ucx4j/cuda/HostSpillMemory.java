@@ -8,17 +8,46 @@ import java.util.concurrent.atomic.AtomicLong;
  * Host memory in both roles of a {@link SpillStore}, so the store's tier logic runs without a GPU: the
  * "device" holds at most {@code deviceCapacity} bytes (an allocation past it answers "no room", as an
  * exhausted pool does), and every block is its own arena, so a block freed makes its segment fail with
- * "already closed", as device memory does. Counts what is allocated, to check that nothing leaks.
+ * "already closed", as device memory does. Host blocks come from the real {@link HostBlockCache} (size classes,
+ * idle blocks kept for reuse up to {@code retainedHostBytes}, a view of its own per block) over plain native
+ * memory. Counts what is allocated (host memory by size class, idle blocks included), to check that nothing
+ * leaks; {@code maxDeviceAllocation} stands for the pool's maximum size.
  */
 final class HostSpillMemory implements SpillMemory {
     private final long deviceCapacity;
     final AtomicLong deviceUsed = new AtomicLong();
     final AtomicLong hostUsed = new AtomicLong();
+    /** The most host memory held at once (blocks by size class, idle ones included). */
+    final AtomicLong hostPeak = new AtomicLong();
+
     final AtomicLong copies = new AtomicLong();
     volatile boolean closed;
+    volatile long maxDeviceAllocation = Long.MAX_VALUE;
+    private final HostBlockCache host;
 
     HostSpillMemory(long deviceCapacity) {
+        this(deviceCapacity, 0);
+    }
+
+    HostSpillMemory(long deviceCapacity, long retainedHostBytes) {
         this.deviceCapacity = deviceCapacity;
+        this.host = new HostBlockCache(this::backing, retainedHostBytes);
+    }
+
+    private HostBlockCache.Backing backing(long size) {
+        ArenaBlock block = new ArenaBlock(size, hostUsed);
+        hostPeak.accumulateAndGet(hostUsed.addAndGet(size), Math::max);
+        return new HostBlockCache.Backing() {
+            @Override
+            public MemorySegment segment() {
+                return block.segment();
+            }
+
+            @Override
+            public void free() {
+                block.close();
+            }
+        };
     }
 
     @Override
@@ -50,8 +79,27 @@ final class HostSpillMemory implements SpillMemory {
 
     @Override
     public Block allocateHost(long bytes) {
-        hostUsed.addAndGet(bytes);
-        return new ArenaBlock(bytes, hostUsed);
+        return host.allocate(bytes);
+    }
+
+    @Override
+    public long hostFootprint(long bytes) {
+        return HostBlockCache.sizeClass(bytes);
+    }
+
+    @Override
+    public long idleHostBytes() {
+        return host.idleBytes();
+    }
+
+    @Override
+    public long trimIdleHost(long bytes) {
+        return host.trim(bytes);
+    }
+
+    @Override
+    public long maxDeviceAllocation() {
+        return maxDeviceAllocation;
     }
 
     @Override
@@ -73,6 +121,7 @@ final class HostSpillMemory implements SpillMemory {
     @Override
     public void close() {
         closed = true;
+        host.close();
     }
 
     private static final class ArenaBlock implements Block {
@@ -94,8 +143,8 @@ final class HostSpillMemory implements SpillMemory {
         @Override
         public synchronized void close() {
             if (!freed) {
+                arena.close(); // throws, changing nothing, while another thread is in a call on the segment
                 freed = true;
-                arena.close();
                 counter.addAndGet(-segment.byteSize());
             }
         }

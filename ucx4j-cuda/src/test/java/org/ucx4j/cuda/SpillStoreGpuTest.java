@@ -3,6 +3,7 @@ package org.ucx4j.cuda;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
@@ -152,6 +153,50 @@ class SpillStoreGpuTest {
             for (byte x : read(b)) {
                 assertEquals(0x5a, x);
             }
+        }
+    }
+
+    @Test
+    void aBufferLargerThanTheHostLimitStreamsToDiskAndBackThroughPinnedChunks() {
+        // 48 MiB past a 4 MiB host limit: device -> disk and disk -> device in 1 MiB pinned chunks.
+        try (GpuMemoryPool pool = GpuMemoryPool.create(Cuda.device(0), 64 * MIB, 64 * MIB);
+                SpillStore store = SpillStore.builder(pool)
+                        .deviceMemoryLimit(64 * MIB)
+                        .memoryLimit(4 * MIB)
+                        .localDirectory(dir)
+                        .build()) {
+            SpillableBuffer big = store.allocate(48 * MIB + 12345);
+            byte[] data = write(big, 77);
+            store.spill(1);
+            assertEquals(SpillTier.DISK, big.tier());
+            assertEquals(0, pool.usedBytes(), "its device memory went back to the pool");
+            assertArrayEquals(data, read(big));
+            SpillStatistics st = store.statistics();
+            assertEquals(1, st.diskToDevice().count());
+            assertEquals(0, st.failedSpills());
+            CudaException e = assertThrows(CudaException.class, () -> store.allocate(64 * MIB + 1));
+            assertTrue(e.getMessage().contains("memory-pool.maximum-size"), e.getMessage());
+            assertEquals(SpillTier.DEVICE, big.tier(), "refused at once, nothing spilled");
+        }
+    }
+
+    @Test
+    void closingTheStoreLeavesABufferInUseToItsHolder() {
+        try (GpuMemoryPool pool = GpuMemoryPool.create(Cuda.device(0), 16 * MIB, 16 * MIB)) {
+            SpillStore store = SpillStore.builder(pool).localDirectory(dir).build();
+            SpillableBuffer b = store.allocate(4 * MIB);
+            byte[] data = write(b, 9);
+            SpillableBuffer.Access held = b.acquire();
+            store.close();
+            assertEquals(4 * MIB, pool.usedBytes(), "not back in the pool while held");
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment host = arena.allocate(b.byteSize());
+                Cuda.copy(host, held.segment());
+                assertArrayEquals(data, host.toArray(JAVA_BYTE));
+            }
+            held.close();
+            assertEquals(0, pool.usedBytes(), "freed on its last access");
+            store.close();
         }
     }
 }

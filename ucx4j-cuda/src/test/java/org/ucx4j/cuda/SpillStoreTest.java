@@ -20,6 +20,7 @@ import java.lang.invoke.MethodHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -28,6 +29,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -166,6 +168,12 @@ class SpillStoreTest {
                 assertArrayEquals(expected.get(i), read(buffers.get(i)), "buffer " + i + " round " + round);
             }
         }
+        // Reading in LRU order pushes the next one down to disk (the staging block counts too): one from host.
+        int onHost = buffers.indexOf(buffers.stream()
+                .filter(b -> b.tier() == SpillTier.HOST)
+                .findFirst()
+                .orElseThrow());
+        assertArrayEquals(expected.get(onHost), read(buffers.get(onHost)));
         SpillStatistics st = s.statistics();
         assertTrue(st.diskToDevice().count() > 0
                 && st.hostToDevice().count() > 0
@@ -355,6 +363,283 @@ class SpillStoreTest {
     }
 
     @Test
+    void aBufferLargerThanTheHostLimitStreamsThroughABoundedBlock() throws Throwable {
+        SpillStore s = store(100 * MIB, 8 * MIB, MIB);
+        SpillableBuffer big = s.allocate(8 * MIB);
+        byte[] data = fill(big, 12);
+        try (FileSizeLimit limit = FileSizeLimit.of(MIB)) {
+            UncheckedIOException e = assertThrows(UncheckedIOException.class, () -> s.spill(1));
+            assertTrue(e.getMessage().contains("stays on the device"), e.getMessage());
+        }
+        assertEquals(SpillTier.DEVICE, big.tier(), "a failed write leaves it where it was");
+        assertEquals(1, s.statistics().failedSpills());
+        assertEquals(0, s.statistics().hostBytes());
+        s.spill(1);
+        assertEquals(SpillTier.DISK, big.tier());
+        assertArrayEquals(data, read(big));
+        assertTrue(
+                memory.hostPeak.get() <= MIB,
+                "host memory held at most the limit, not the whole buffer: " + memory.hostPeak.get());
+        assertEquals(0, memory.hostUsed.get());
+    }
+
+    @Test
+    void theHostLimitCountsSizeClassesIdleBlocksAndStaging() {
+        long limit = 7 * MIB / 2;
+        memory = new HostSpillMemory(100 * MIB, 64 * MIB); // keeps idle blocks for reuse
+        SpillStore s = SpillStore.builder()
+                .deviceMemoryLimit(2 * MIB + 2)
+                .memoryLimit(limit)
+                .localDirectory(dir)
+                .build(memory);
+        toClose.add(s);
+        Random r = new Random(5);
+        List<SpillableBuffer> buffers = new ArrayList<>();
+        List<byte[]> expected = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            SpillableBuffer b = s.allocate(MIB + 1); // a block of 1.25 MiB each
+            buffers.add(b);
+            expected.add(fill(b, i));
+        }
+        s.spill(3 * MIB + 3);
+        assertEquals(1, s.statistics().diskBuffers(), "3 x 1.25 MiB of blocks do not fit under 3.5 MiB");
+        for (int step = 0; step < 200; step++) {
+            int i = r.nextInt(buffers.size());
+            assertArrayEquals(expected.get(i), read(buffers.get(i)));
+            if (r.nextBoolean()) {
+                s.spill(MIB);
+            }
+            assertTrue(memory.hostUsed.get() <= limit, "host memory held " + memory.hostUsed.get());
+        }
+        assertTrue(memory.hostPeak.get() <= limit, "peak " + memory.hostPeak.get());
+    }
+
+    @Test
+    void aRequestLargerThanThePoolsMaximumIsRefusedAtOnce() {
+        SpillStore s = store(100 * MIB, 100 * MIB, 100 * MIB);
+        memory.maxDeviceAllocation = 8 * MIB;
+        SpillableBuffer a = s.allocate(4 * MIB);
+        CudaException e = assertThrows(CudaException.class, () -> s.allocate(8 * MIB + 1));
+        assertTrue(e.getMessage().contains("memory-pool.maximum-size"), e.getMessage());
+        try (Arena arena = Arena.ofConfined()) {
+            assertThrows(CudaException.class, () -> s.allocate(8 * MIB + 1, arena));
+        }
+        assertEquals(SpillTier.DEVICE, a.tier(), "nothing was spilled for it");
+        assertEquals(0, s.statistics().deviceToHost().count());
+    }
+
+    @Test
+    void aPinnedBlockReusedIsNeverReachedThroughItsOldSegment() {
+        HostSpillMemory m = new HostSpillMemory(MIB, 16 * MIB);
+        SpillMemory.Block first = m.allocateHost(3000);
+        MemorySegment old = first.segment();
+        first.close();
+        first.close(); // idempotent: given back once
+        assertEquals(4096, m.idleHostBytes());
+        SpillMemory.Block second = m.allocateHost(4000);
+        assertEquals(old.address(), second.segment().address(), "the same memory, reused");
+        assertEquals(0, m.idleHostBytes());
+        second.segment().fill((byte) 7);
+        assertThrows(IllegalStateException.class, () -> old.get(JAVA_BYTE, 0), "the old view is closed");
+        assertEquals(4000, second.segment().byteSize());
+        second.close();
+        assertEquals(4096, m.trimIdleHost(1));
+        assertEquals(0, m.hostUsed.get());
+        m.close();
+    }
+
+    @Test
+    void closingTheStoreFreesABufferInUseOnItsLastAccess() {
+        SpillStore s = store(100 * MIB, 100 * MIB, 100 * MIB);
+        SpillableBuffer b = s.allocate(MIB);
+        byte[] data = fill(b, 4);
+        SpillableBuffer.Access one = b.acquire();
+        SpillableBuffer.Access two = b.acquire();
+        s.close();
+        assertThrows(IllegalStateException.class, b::acquire);
+        assertArrayEquals(data, one.segment().toArray(JAVA_BYTE), "still the buffer's bytes");
+        one.close();
+        assertEquals(MIB, memory.deviceUsed.get());
+        two.close();
+        assertEquals(0, memory.deviceUsed.get());
+        s.close();
+    }
+
+    @Test
+    void aBufferInUseByAnotherThreadIsSkippedAndTheNextSpilled() throws Throwable {
+        SpillStore s = store(100 * MIB, 2 * MIB, 100 * MIB);
+        SpillableBuffer stuck = s.allocate(MIB);
+        MemorySegment segment;
+        try (SpillableBuffer.Access a = stuck.acquire()) {
+            segment = a.segment();
+        }
+        SpillableBuffer next = s.allocate(MIB);
+        byte[] nextData = fill(next, 2);
+        // A thread inside read(2) into the buffer's memory (after its access closed: a misuse, or a copy still
+        // running): the memory cannot be freed while the call lasts.
+        try (Arena arena = Arena.ofConfined();
+                BlockedRead blocked = BlockedRead.into(segment, arena)) {
+            PrintStream err = System.err;
+            ByteArrayOutputStream captured = new ByteArrayOutputStream();
+            System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+            try {
+                s.allocate(MIB);
+            } finally {
+                System.setErr(err);
+            }
+            assertEquals(SpillTier.DEVICE, stuck.tier(), "skipped, whole where it was");
+            assertEquals(SpillTier.HOST, next.tier(), "the next least recently used went instead");
+            assertEquals(1, s.statistics().failedSpills());
+            String log = captured.toString(StandardCharsets.UTF_8);
+            assertTrue(
+                    log.contains("cannot spill SpillableBuffer[#1, 1048576 bytes]: its device memory is in use"), log);
+        }
+        assertEquals(2 * MIB, s.spill(2 * MIB), "spillable again once the call returned");
+        assertEquals(SpillTier.HOST, stuck.tier());
+        assertArrayEquals(nextData, read(next));
+    }
+
+    @Test
+    void aFreeThatFailsAfterTheMemoryEndedKeepsTheMoveAndWarnsOfALeak() {
+        SpillStore s = store(100 * MIB, MIB, 100 * MIB);
+        Arena arena = Arena.ofShared();
+        MemorySegment memory = arena.allocate(MIB);
+        SpillMemory.Block failing = new SpillMemory.Block() {
+            @Override
+            public MemorySegment segment() {
+                return memory;
+            }
+
+            @Override
+            public void close() {
+                if (arena.scope().isAlive()) {
+                    arena.close();
+                    throw new IllegalStateException("the pool refused it back");
+                }
+            }
+        };
+        memory.fill((byte) 0x3c);
+        SpillableBuffer b = s.put(failing, MIB);
+        PrintStream err = System.err;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        try {
+            s.allocate(MIB);
+        } finally {
+            System.setErr(err);
+        }
+        assertEquals(SpillTier.HOST, b.tier(), "the move stands: the host copy is the buffer now");
+        for (byte x : read(b)) {
+            assertEquals(0x3c, x);
+        }
+        String log = captured.toString(StandardCharsets.UTF_8);
+        assertTrue(log.contains("could not be given back after the buffer left it") && log.contains("leaked"), log);
+    }
+
+    @Test
+    void aSecondCloseFreesWhatAnotherThreadHeldDuringTheFirst() throws Throwable {
+        SpillStore s = store(100 * MIB, 100 * MIB, 100 * MIB);
+        SpillableBuffer b = s.allocate(MIB);
+        MemorySegment segment;
+        try (SpillableBuffer.Access a = b.acquire()) {
+            segment = a.segment();
+        }
+        try (Arena arena = Arena.ofConfined();
+                BlockedRead blocked = BlockedRead.into(segment, arena)) {
+            IllegalStateException e = assertThrows(IllegalStateException.class, s::close);
+            assertTrue(e.getMessage().contains("cannot free SpillableBuffer[#1"), e.getMessage());
+            assertEquals(MIB, memory.deviceUsed.get(), "not freed under the thread in the call");
+            assertThrows(IllegalStateException.class, () -> s.allocate(1), "closed all the same");
+        }
+        s.close();
+        assertEquals(0, memory.deviceUsed.get(), "freed by the second close");
+    }
+
+    /** A thread blocked in read(2) from an empty pipe into a segment, released on close by a write. */
+    private static final class BlockedRead implements AutoCloseable {
+        private static final Linker LINKER = Linker.nativeLinker();
+        private static final MethodHandle PIPE = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("pipe").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT, java.lang.foreign.ValueLayout.ADDRESS));
+        private static final MethodHandle READ = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("read").orElseThrow(),
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, java.lang.foreign.ValueLayout.ADDRESS, JAVA_LONG));
+        private static final MethodHandle WRITE = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("write").orElseThrow(),
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, java.lang.foreign.ValueLayout.ADDRESS, JAVA_LONG));
+        private static final MethodHandle CLOSE = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("close").orElseThrow(), FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+        private final int readEnd;
+        private final int writeEnd;
+        private final MemorySegment one;
+        private final Thread thread;
+
+        private BlockedRead(int readEnd, int writeEnd, MemorySegment one, Thread thread) {
+            this.readEnd = readEnd;
+            this.writeEnd = writeEnd;
+            this.one = one;
+            this.thread = thread;
+        }
+
+        static BlockedRead into(MemorySegment target, Arena arena) throws Throwable {
+            MemorySegment fds = arena.allocate(8);
+            assertEquals(0, (int) PIPE.invokeExact(fds));
+            int r = fds.get(JAVA_INT, 0);
+            String name = "spill-blocked-" + r;
+            Thread t = Thread.ofPlatform().name(name).start(() -> {
+                try {
+                    long n = (long) READ.invokeExact(r, target, 1L);
+                    assertEquals(1, n);
+                } catch (Throwable e) {
+                    throw new AssertionError(e);
+                }
+            });
+            // In read(2): the thread sleeps in the kernel (its /proc state is S).
+            Awaitility.await().atMost(Duration.ofSeconds(30)).until(() -> sleepingInKernel(name));
+            return new BlockedRead(r, fds.get(JAVA_INT, 4), arena.allocate(1), t);
+        }
+
+        private static boolean sleepingInKernel(String name) throws Exception {
+            try (Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {
+                for (Path task : tasks.toList()) {
+                    try {
+                        if (name.startsWith(
+                                Files.readString(task.resolve("comm")).strip())) {
+                            String stat = Files.readString(task.resolve("stat"));
+                            return stat.substring(stat.lastIndexOf(')') + 2).startsWith("S");
+                        }
+                    } catch (java.io.IOException gone) {
+                        // a thread that ended meanwhile
+                    }
+                }
+            }
+            return false;
+        }
+
+        @Override
+        public void close() throws Exception {
+            try {
+                assertEquals(1L, (long) WRITE.invokeExact(writeEnd, one, 1L));
+                thread.join(Duration.ofSeconds(30));
+                assertFalse(thread.isAlive());
+            } catch (Throwable e) {
+                throw new AssertionError(e);
+            } finally {
+                closeFd(readEnd);
+                closeFd(writeEnd);
+            }
+        }
+
+        private static void closeFd(int fd) {
+            try {
+                assertEquals(0, (int) CLOSE.invokeExact(fd));
+            } catch (Throwable e) {
+                throw new AssertionError(e);
+            }
+        }
+    }
+
+    @Test
     void manyThreadsKeepEveryBufferWhole() throws Exception {
         SpillStore s = store(6 * MIB, 4 * MIB, 4 * MIB);
         int n = 24;
@@ -451,11 +736,13 @@ class SpillStoreTest {
         assertThrows(IllegalStateException.class, a::acquire);
         assertThrows(IllegalStateException.class, a::tier);
         s.close();
-        assertEquals(0, memory.deviceUsed.get());
+        assertEquals(MIB, memory.deviceUsed.get(), "a buffer in use is not freed under its holder");
         assertEquals(0, memory.hostUsed.get());
         assertTrue(memory.closed);
-        assertFalse(held.segment().scope().isAlive(), "a held buffer's segment fails after the store closed");
+        assertTrue(held.segment().scope().isAlive(), "a held buffer's segment stays valid until its access closes");
         held.close();
+        assertEquals(0, memory.deviceUsed.get(), "freed when its last access closed");
+        assertFalse(held.segment().scope().isAlive());
         try (Stream<Path> files = Files.list(dir)) {
             assertEquals(0, files.count(), "no spill directory left");
         }
@@ -465,13 +752,13 @@ class SpillStoreTest {
 
     @Test
     void pinnedHostBlocksComeInSizeClassesOfAtMostAQuarterSlack() {
-        assertEquals(4096, CudaSpillMemory.sizeClass(1));
-        assertEquals(4096, CudaSpillMemory.sizeClass(4096));
-        assertEquals(1L << 30, CudaSpillMemory.sizeClass(1L << 30), "1 GiB spills into exactly 1 GiB");
+        assertEquals(4096, HostBlockCache.sizeClass(1));
+        assertEquals(4096, HostBlockCache.sizeClass(4096));
+        assertEquals(1L << 30, HostBlockCache.sizeClass(1L << 30), "1 GiB spills into exactly 1 GiB");
         Random r = new Random(3);
         for (int i = 0; i < 10_000; i++) {
             long n = 4097 + (r.nextLong() & ((1L << 40) - 1));
-            long c = CudaSpillMemory.sizeClass(n);
+            long c = HostBlockCache.sizeClass(n);
             assertTrue(c >= n && c <= n + n / 4 + 1, n + " -> " + c);
         }
     }
@@ -512,7 +799,10 @@ class SpillStoreTest {
         assertThrows(IllegalArgumentException.class, () -> deviceLimit("1.5"));
         SpillStore unset = store(10 * MIB, SpillStore.builder());
         assertEquals(8 * MIB, unset.deviceMemoryLimit());
-        assertEquals(SpillStore.physicalMemory(), unset.memoryLimit(), "one GPU: all of the machine's memory");
+        assertEquals(
+                (long) (SpillStore.availableMemory() * 0.8),
+                unset.memoryLimit(),
+                "one GPU: 80% of the memory the process may use");
         assertEquals(Path.of(System.getProperty("java.io.tmpdir")), unset.localDirectory());
     }
 
