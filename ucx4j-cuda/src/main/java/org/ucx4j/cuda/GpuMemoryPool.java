@@ -122,7 +122,7 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
      * Allocates from the pool, growing it by a slab when no free range fits and the maximum allows.
      *
      * @param bytes the size (0 gives an empty buffer that owns nothing)
-     * @return the memory, owned by the caller; closing it returns it to the pool
+     * @return the memory, exactly {@code bytes} long, owned by the caller; closing it returns it to the pool
      * @throws CudaException when the pool is exhausted (its maximum reached) or the device is out of memory
      * @throws IllegalStateException when the pool is closed
      */
@@ -153,7 +153,9 @@ public final class GpuMemoryPool implements MemoryProvider, AutoCloseable {
             if (r == null) {
                 return null;
             }
-            DeviceMemory m = new DeviceMemory(device, r.slab.base + r.offset, r.size, mem -> release(r, mem));
+            // Exactly what was asked (the range keeps its 256-byte rounding): a copy from a pooled buffer
+            // into memory of the size asked for must fit (the spill store's did not, on an H100).
+            DeviceMemory m = new DeviceMemory(device, r.slab.base + r.offset, bytes, mem -> release(r, mem));
             outstanding.add(m);
             return m;
         }

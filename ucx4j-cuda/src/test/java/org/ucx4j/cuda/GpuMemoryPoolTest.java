@@ -35,6 +35,7 @@ class GpuMemoryPoolTest {
                 long size = 1 + r.nextInt(200_000);
                 DeviceMemory m = pool.allocate(size);
                 assertEquals(0, m.segment().address() % GpuMemoryPool.ALIGNMENT);
+                assertEquals(size, m.byteSize(), "the size asked for, not its 256-byte rounding");
                 live.add(m);
                 sum += (size + 255) / 256 * 256;
             }
