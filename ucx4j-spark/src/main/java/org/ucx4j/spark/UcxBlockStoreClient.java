@@ -20,7 +20,6 @@ import org.ucx4j.comm.CommContext;
 import org.ucx4j.comm.CommException;
 import org.ucx4j.comm.CommProtocolException;
 import org.ucx4j.comm.CommTimeoutException;
-import org.ucx4j.comm.Frame;
 import org.ucx4j.comm.Message;
 
 /**
@@ -199,16 +198,23 @@ final class UcxBlockStoreClient extends BlockStoreClient {
         }
         giveBack(address, comm);
         int served = reply.frameCount() - 1;
-        ReceivedBlockBuffer.SharedReply shared = new ReceivedBlockBuffer.SharedReply(reply, served + 1);
         long bytes = 0;
+        for (int f = 1; f <= served; f++) {
+            bytes += reply.frame(f).size();
+        }
+        // Reported before the blocks reach Spark, so that the report is on its way before the task ends.
+        bytesFetched.addAndGet(bytes);
+        if (bytes > 0) {
+            registry.reportFetched(localExecutorId, bytes);
+        }
+        ReceivedBlockBuffer.SharedReply shared = new ReceivedBlockBuffer.SharedReply(reply, served + 1);
         int frame = 1;
         try {
             for (int i = 0; i < ids.length; i++) {
                 BlockFetchProtocol.Entry e = entries.get(i);
                 if (e.status() == BlockFetchProtocol.OK) {
-                    Frame f = reply.frame(frame++);
-                    ReceivedBlockBuffer buffer = new ReceivedBlockBuffer(shared, f.segment());
-                    bytes += f.size();
+                    ReceivedBlockBuffer buffer =
+                            new ReceivedBlockBuffer(shared, reply.frame(frame++).segment());
                     try {
                         listener.onBlockFetchSuccess(ids[i], buffer);
                     } finally {
@@ -223,10 +229,6 @@ final class UcxBlockStoreClient extends BlockStoreClient {
             }
         } finally {
             shared.release();
-        }
-        bytesFetched.addAndGet(bytes);
-        if (bytes > 0) {
-            registry.reportFetched(localExecutorId, bytes);
         }
     }
 
