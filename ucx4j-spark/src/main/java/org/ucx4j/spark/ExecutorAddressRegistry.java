@@ -137,7 +137,7 @@ final class ExecutorAddressRegistry {
      *
      * <p>Threading: safe from any thread.
      */
-    static final class Client {
+    static final class Client implements PeerDirectory {
         private static final ClassTag<String> STRING = scala.reflect.ClassTag$.MODULE$.apply(String.class);
         private final RpcEndpointRef driver;
         private final Map<String, URI> cache = new ConcurrentHashMap<>();
@@ -150,14 +150,8 @@ final class ExecutorAddressRegistry {
             driver.askSync(REGISTER + SEP + executorId + SEP + address, STRING);
         }
 
-        /**
-         * A peer's address.
-         *
-         * @param executorId the peer
-         * @return its address
-         * @throws IllegalStateException when the driver knows none
-         */
-        URI lookup(String executorId) {
+        @Override
+        public URI lookup(String executorId) {
             URI known = cache.get(executorId);
             if (known != null) {
                 return known;
@@ -173,7 +167,8 @@ final class ExecutorAddressRegistry {
             return uri;
         }
 
-        void reportFetched(String executorId, long bytes) {
+        @Override
+        public void reportFetched(String executorId, long bytes) {
             driver.send(FETCHED + SEP + executorId + SEP + bytes);
         }
     }

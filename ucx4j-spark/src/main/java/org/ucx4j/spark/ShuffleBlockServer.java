@@ -47,6 +47,7 @@ final class ShuffleBlockServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ShuffleBlockServer.class);
 
     private final ShuffleBlockResolver resolver;
+    private final long maxMessageSize;
     private final CommListener listener;
     private final Semaphore bytesInFlight;
     private final int permitsTotal;
@@ -58,6 +59,7 @@ final class ShuffleBlockServer implements AutoCloseable {
     ShuffleBlockServer(
             CommContext context, String host, ShuffleTransportSettings settings, ShuffleBlockResolver resolver) {
         this.resolver = resolver;
+        this.maxMessageSize = settings.options().maxMessageSize();
         // Permits of 4 KiB keep the count within an int for any bound up to 8 TiB.
         this.bytesPerPermit = 4096;
         this.permitsTotal = (int) Math.max(1, Math.min(Integer.MAX_VALUE, settings.serverMaxBytesInFlight() / 4096));
@@ -144,6 +146,14 @@ final class ShuffleBlockServer implements AutoCloseable {
                     entries.add(new BlockFetchProtocol.Entry(BlockFetchProtocol.ERROR, 0, "block " + id + ": " + e));
                 }
             }
+            if (total > maxMessageSize) {
+                // The comm would refuse the whole reply: say why, block by block, instead.
+                String why = "the reply would carry " + total + " bytes, more than max-message-size (" + maxMessageSize
+                        + "): raise spark.ucx4j.max-message-size on every executor";
+                entries.replaceAll(e -> new BlockFetchProtocol.Entry(BlockFetchProtocol.ERROR, 0, why));
+                frames.subList(1, frames.size()).clear();
+                total = 0;
+            }
             frames.set(0, Frame.of(BlockFetchProtocol.encodeReply(entries)));
             permits = (int) Math.min(permitsTotal, Math.max(1, (total + bytesPerPermit - 1) / bytesPerPermit));
             bytesInFlight.acquireUninterruptibly(permits);
@@ -154,6 +164,10 @@ final class ShuffleBlockServer implements AutoCloseable {
                 arena.close();
                 if (failure == null) {
                     bytesServed.addAndGet(bytes);
+                } else {
+                    // The peer waits for this reply: drop the connection so that its fetch fails now.
+                    LOG.warn("ucx4j shuffle: a reply to {} failed: {}", comm.peerAddress(), failure.toString());
+                    comm.abort();
                 }
             });
             sent = true;

@@ -45,7 +45,7 @@ final class UcxBlockStoreClient extends BlockStoreClient {
 
     private final CommContext context;
     private final ShuffleTransportSettings settings;
-    private final ExecutorAddressRegistry.Client registry;
+    private final PeerDirectory registry;
     private final String localExecutorId;
     private final Map<URI, Deque<Comm>> idle = new ConcurrentHashMap<>();
     private final ThreadFactory threads =
@@ -54,10 +54,7 @@ final class UcxBlockStoreClient extends BlockStoreClient {
     private volatile boolean closed;
 
     UcxBlockStoreClient(
-            CommContext context,
-            ShuffleTransportSettings settings,
-            ExecutorAddressRegistry.Client registry,
-            String localExecutorId) {
+            CommContext context, ShuffleTransportSettings settings, PeerDirectory registry, String localExecutorId) {
         this.context = context;
         this.settings = settings;
         this.registry = registry;
