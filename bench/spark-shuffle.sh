@@ -72,14 +72,14 @@ unset SPARK_TESTING
 # The application jar: ShuffleBenchApp's classes only.
 (cd "$ROOT/ucx4j-spark/target/test-classes" && "$UCX4J_JAVA_HOME/bin/jar" cf "$RUN/app.jar" org/ucx4j/spark/ShuffleBenchApp*.class)
 
-# spark-class: Spark's launcher prints the command (NUL-separated), with Spark's JVM options.
-spark_class() {
-    local cmd=()
+# spark-class: Spark's launcher prints the command (NUL-separated), with Spark's JVM options; into CMD.
+spark_command() {
+    CMD=()
+    local arg
     while IFS= read -r -d '' arg; do
         arg=${arg#$'\n'}
-        [ -n "$arg" ] && cmd+=("$arg")
+        [ -n "$arg" ] && CMD+=("$arg")
     done < <("$JAVA" -Xmx128m -cp "$SPARK_HOME/jars/*" org.apache.spark.launcher.Main "$@")
-    "${cmd[@]}"
 }
 
 await_line() { # FILE PATTERN SECONDS
@@ -94,13 +94,20 @@ await_line() { # FILE PATTERN SECONDS
 }
 
 echo "starting a standalone master and worker on 127.0.0.1..." >&2
-spark_class org.apache.spark.deploy.master.Master --host 127.0.0.1 --port 0 --webui-port 0 >"$RUN/master.log" 2>&1 &
-PIDS+=($!)
+spark_command org.apache.spark.deploy.master.Master --host 127.0.0.1 --port 0 --webui-port 0
+"${CMD[@]}" >"$RUN/master.log" 2>&1 &
+PIDS+=($!) # the JVM itself, so that the trap stops it
 await_line "$RUN/master.log" "Starting Spark master at" 60
 MASTER=$(grep -o 'spark://127.0.0.1:[0-9]*' "$RUN/master.log" | head -1)
-WORKER_MEM=$(( $(echo "$EXEC_MEM" | tr -dc 0-9) * 2 + 1 ))g
-spark_class org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --webui-port 0 --cores 2 --memory "$WORKER_MEM" \
-    --work-dir "$RUN/work" "$MASTER" >"$RUN/worker.log" 2>&1 &
+case "$EXEC_MEM" in
+    *g|*G) EXEC_MIB=$(( ${EXEC_MEM%[gG]} * 1024 )) ;;
+    *m|*M) EXEC_MIB=${EXEC_MEM%[mM]} ;;
+    *) echo "spark-shuffle.sh: --executor-memory takes 1g or 1500m, not $EXEC_MEM" >&2; exit 2 ;;
+esac
+WORKER_MEM=$(( EXEC_MIB * 2 + 1024 ))m
+spark_command org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --webui-port 0 --cores 2 --memory "$WORKER_MEM" \
+    --work-dir "$RUN/work" "$MASTER"
+"${CMD[@]}" >"$RUN/worker.log" 2>&1 &
 PIDS+=($!)
 await_line "$RUN/worker.log" "Successfully registered with master" 60
 
@@ -113,8 +120,8 @@ APP=("$RUN/app.jar" --size-mb "$SIZE_MB" --partitions "$PARTITIONS")
 run() { # LABEL SPARK-SUBMIT-OPTIONS...
     local label=$1
     shift
-    if ! spark_class org.apache.spark.deploy.SparkSubmit "${COMMON[@]}" "$@" "${APP[@]}" --label "$label" \
-        >"$RUN/$label.out" 2>"$RUN/$label.err"; then
+    spark_command org.apache.spark.deploy.SparkSubmit "${COMMON[@]}" "$@" "${APP[@]}" --label "$label"
+    if ! "${CMD[@]}" >"$RUN/$label.out" 2>"$RUN/$label.err"; then
         echo "spark-shuffle.sh: the $label run failed:" >&2
         tail -30 "$RUN/$label.err" >&2
         exit 1
