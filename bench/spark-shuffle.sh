@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Spark's shuffle over ucx4j beside Spark's own (Netty), on a real standalone cluster built from Maven's
+# jars (no Spark download): a master, a worker and 2 executors of one core each, all on 127.0.0.1. The
+# job (ShuffleBenchApp: a sort and a group-by over generated 100-byte records, about --size-mb MB of
+# them) runs once per shuffle, alternating, ROUNDS times; both must give identical results. Prints one
+# JSON line per run (shuffle manager, transport, bytes shuffled, bytes Spark read remotely, bytes fetched
+# through ucx4j, job seconds, fetch wait seconds, result digest), then a Markdown table of the medians
+# with the ratios ucx4j / Netty, and writes an HTML page with the chart (--html).
+#
+# spark.shuffle.readHostLocalDisk=false in both runs: the executors share this host, and with host-local
+# reads on they would read each other's files and neither transport would carry anything.
+#
+#   bench/spark-shuffle.sh --quick                 # ~20 MB, one round: about a minute once built (idle machine)
+#   bench/spark-shuffle.sh --size-mb 2400 --executor-memory 3g --html /tmp/spark.html
+#   bench/spark-shuffle.sh --transport tcp         # ucx4j over tcp:// instead of ucx://
+#   ROUNDS=3 bench/spark-shuffle.sh --size-mb 500
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+# shellcheck source=bin/find-jdk
+source "$ROOT/bin/find-jdk"
+SIZE_MB=200
+TRANSPORT=ucx
+HTML=spark-shuffle.html
+EXEC_MEM=1g
+PARTITIONS=8
+ROUNDS=${ROUNDS:-1}
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) SIZE_MB=20; PARTITIONS=4 ;;
+        --size-mb) SIZE_MB=$2; shift ;;
+        --partitions) PARTITIONS=$2; shift ;;
+        --transport) TRANSPORT=$2; shift ;;
+        --executor-memory) EXEC_MEM=$2; shift ;;
+        --html) HTML=$2; shift ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        *) echo "spark-shuffle.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+ucx4j_find_jdk javac
+JAVA="$UCX4J_JAVA_HOME/bin/java"
+export JAVA_HOME=$UCX4J_JAVA_HOME MAVEN_OPTS="--sun-misc-unsafe-memory-access=allow ${MAVEN_OPTS:-}"
+VERSION=$(sed -n 's:.*<version>\(.*\)</version>.*:\1:p' "$ROOT/pom.xml" | head -1)
+PLUGIN="$ROOT/ucx4j-spark/target/ucx4j-spark-$VERSION-all.jar"
+CACHE="$ROOT/build-cache/spark-home"
+RUN=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$RUN"
+}
+trap cleanup EXIT
+
+# The plug-in jar, the bench application, and the class path of Spark 4.2.0 from Maven (ucx4j-spark's
+# provided scope; -am so that the reactor resolves ucx4j's own modules; ucx4j-spark writes the file last).
+echo "building ucx4j-spark (plug-in jar and the bench application)..." >&2
+mkdir -p "$CACHE"
+(cd "$ROOT" && ./mvnw -B -q -o package dependency:build-classpath -pl ucx4j-spark -am -DskipTests \
+    -Dmaven.javadoc.skip=true -Dspotless.check.skip=true -Dmaven.source.skip=true \
+    -Dmdep.includeScope=provided -Dmdep.outputFile="$CACHE/classpath.txt")
+
+# A Spark home from Maven's jars: RELEASE and jars/ (links to Spark and its dependencies, none of ucx4j).
+rm -rf "$CACHE/jars" && mkdir -p "$CACHE/jars"
+tr ':' '\n' <"$CACHE/classpath.txt" | while read -r j; do ln -sf "$j" "$CACHE/jars/"; done
+echo "Spark 4.2.0 from Maven jars (ucx4j bench/spark-shuffle.sh)" >"$CACHE/RELEASE"
+export SPARK_HOME=$CACHE SPARK_SCALA_VERSION=2.13 SPARK_LOCAL_IP=127.0.0.1
+unset SPARK_TESTING
+
+# The application jar: ShuffleBenchApp's classes only.
+(cd "$ROOT/ucx4j-spark/target/test-classes" && "$UCX4J_JAVA_HOME/bin/jar" cf "$RUN/app.jar" org/ucx4j/spark/ShuffleBenchApp*.class)
+
+# spark-class: Spark's launcher prints the command (NUL-separated), with Spark's JVM options; into CMD.
+spark_command() {
+    CMD=()
+    local arg
+    while IFS= read -r -d '' arg; do
+        arg=${arg#$'\n'}
+        [ -n "$arg" ] && CMD+=("$arg")
+    done < <("$JAVA" -Xmx128m -cp "$SPARK_HOME/jars/*" org.apache.spark.launcher.Main "$@")
+}
+
+await_line() { # FILE PATTERN SECONDS
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do
+        grep -q "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "spark-shuffle.sh: no '$2' in $1 after $3 s:" >&2
+    tail -20 "$1" >&2
+    exit 1
+}
+
+echo "starting a standalone master and worker on 127.0.0.1..." >&2
+spark_command org.apache.spark.deploy.master.Master --host 127.0.0.1 --port 0 --webui-port 0
+"${CMD[@]}" >"$RUN/master.log" 2>&1 &
+PIDS+=($!) # the JVM itself, so that the trap stops it
+await_line "$RUN/master.log" "Starting Spark master at" 60
+MASTER=$(grep -o 'spark://127.0.0.1:[0-9]*' "$RUN/master.log" | head -1)
+case "$EXEC_MEM" in
+    *g|*G) EXEC_MIB=$(( ${EXEC_MEM%[gG]} * 1024 )) ;;
+    *m|*M) EXEC_MIB=${EXEC_MEM%[mM]} ;;
+    *) echo "spark-shuffle.sh: --executor-memory takes 1g or 1500m, not $EXEC_MEM" >&2; exit 2 ;;
+esac
+WORKER_MEM=$(( EXEC_MIB * 2 + 1024 ))m
+spark_command org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --webui-port 0 --cores 2 --memory "$WORKER_MEM" \
+    --work-dir "$RUN/work" "$MASTER"
+"${CMD[@]}" >"$RUN/worker.log" 2>&1 &
+PIDS+=($!)
+await_line "$RUN/worker.log" "Successfully registered with master" 60
+
+COMMON=(--master "$MASTER" --conf spark.executor.cores=1 --conf spark.cores.max=2 --conf "spark.executor.memory=$EXEC_MEM"
+    --conf spark.driver.host=127.0.0.1 --conf spark.ui.enabled=false --conf spark.shuffle.readHostLocalDisk=false
+    --conf spark.serializer=org.apache.spark.serializer.KryoSerializer --conf spark.ui.showConsoleProgress=false
+    --class org.ucx4j.spark.ShuffleBenchApp)
+APP=("$RUN/app.jar" --size-mb "$SIZE_MB" --partitions "$PARTITIONS")
+
+run() { # LABEL SPARK-SUBMIT-OPTIONS...
+    local label=$1
+    shift
+    spark_command org.apache.spark.deploy.SparkSubmit "${COMMON[@]}" "$@" "${APP[@]}" --label "$label"
+    if ! "${CMD[@]}" >"$RUN/$label.out" 2>"$RUN/$label.err"; then
+        echo "spark-shuffle.sh: the $label run failed:" >&2
+        tail -30 "$RUN/$label.err" >&2
+        exit 1
+    fi
+    grep '^{' "$RUN/$label.out" | tail -1 | tee -a "$RUN/results.jsonl"
+}
+
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $SIZE_MB MB, $PARTITIONS partitions, $ROUNDS round(s)" >&2
+for ((r = 1; r <= ROUNDS; r++)); do
+    run netty
+    run ucx4j --jars "$PLUGIN" --conf spark.shuffle.manager=org.ucx4j.spark.UcxShuffleManager \
+        --conf "spark.ucx4j.transport=$TRANSPORT"
+done
+grep -h "ucx4j shuffle: remote blocks travel" "$RUN"/work/*/*/stderr | sed 's/.*INFO [A-Za-z]*: /executor: /' | sort -u >&2 || true
+
+python3 - "$RUN/results.jsonl" "$HTML" "$SIZE_MB" "$(nproc)" "$(uname -srm)" <<'EOF'
+import html, json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+out, size_mb, cores, machine = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+by = {"netty": [r for r in rows if r["label"] == "netty"], "ucx4j": [r for r in rows if r["label"] == "ucx4j"]}
+results = {r["result"] for r in rows}
+if len(results) != 1:
+    sys.exit("spark-shuffle.sh: the runs disagree: " + " | ".join(sorted(results)))
+for r in by["ucx4j"]:
+    if r["bytesFetchedViaUcx4j"] <= 0:
+        sys.exit("spark-shuffle.sh: a ucx4j run fetched nothing through ucx4j: " + json.dumps(r))
+med = lambda label, key: statistics.median(r[key] for r in by[label])
+metrics = [("job seconds", "jobSeconds"), ("fetch wait seconds", "fetchWaitSeconds")]
+transport = by["ucx4j"][0]["transport"]
+print()
+print(f"| {size_mb} MB, {len(by['netty'])} round(s) | Netty | ucx4j ({transport}://) | ucx4j / Netty |")
+print("|---|---:|---:|---:|")
+for name, key in metrics:
+    n, u = med("netty", key), med("ucx4j", key)
+    print(f"| {name} (median) | {n:.2f} | {u:.2f} | {u / n if n else float('nan'):.2f} |")
+print(f"| bytes shuffled | {med('netty', 'bytesShuffled'):,.0f} | {med('ucx4j', 'bytesShuffled'):,.0f} | |")
+print(f"| bytes read remotely | {med('netty', 'remoteBytesRead'):,.0f} | {med('ucx4j', 'remoteBytesRead'):,.0f} | |")
+print(f"| bytes fetched through ucx4j | 0 | {med('ucx4j', 'bytesFetchedViaUcx4j'):,.0f} | |")
+print(f"\nresults identical: {results.pop()}")
+
+# The chart: grouped bars, the demo's colours (ucx4j blue, the other transport orange).
+w, h, left, top, bar = 640, 300, 160, 50, 28
+peak = max(max(med(l, k) for l in by) for _, k in metrics) or 1
+svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" '
+       f'aria-label="Spark shuffle: ucx4j vs Netty" font-family="sans-serif" font-size="12">',
+       f'<text x="{w // 2}" y="24" text-anchor="middle" font-size="16" font-weight="bold">'
+       f'Spark shuffle, {html.escape(size_mb)} MB: seconds (lower is better)</text>']
+for i, (name, key) in enumerate(metrics):
+    y = top + i * 110
+    svg.append(f'<text x="{left - 8}" y="{y + bar + 4}" text-anchor="end">{html.escape(name)}</text>')
+    for j, (label, colour) in enumerate((("ucx4j", "#1f77b4"), ("netty", "#ff7f0e"))):
+        v = med(label, key)
+        bw = (w - left - 90) * v / peak
+        yy = y + j * (bar + 6)
+        svg.append(f'<rect x="{left}" y="{yy}" width="{bw:.1f}" height="{bar}" fill="{colour}"/>')
+        svg.append(f'<text x="{left + bw + 6:.1f}" y="{yy + bar - 9}">{label} {v:.2f} s</text>')
+svg.append('</svg>')
+table = "".join(
+    f"<tr><td>{html.escape(n)}</td><td class=n>{med('netty', k):.2f}</td><td class=n>{med('ucx4j', k):.2f}</td>"
+    f"<td class=n>{med('ucx4j', k) / med('netty', k) if med('netty', k) else float('nan'):.2f}</td></tr>"
+    for n, k in metrics)
+page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>ucx4j: Spark shuffle over ucx4j vs Netty</title>
+<style>
+body{{font-family:sans-serif;max-width:820px;margin:2em auto;color:#222}}
+table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px}}
+td.n{{text-align:right;font-variant-numeric:tabular-nums}}th{{background:#f4f4f4}}
+figure{{margin:1.5em 0}}code{{background:#f4f4f4;padding:0 3px}}
+</style></head><body>
+<h1>Spark shuffle: ucx4j ({html.escape(transport)}://) vs Netty</h1>
+<p>Standalone cluster on 127.0.0.1, 2 executors of 1 core, {html.escape(size_mb)} MB of generated records,
+sort and group-by; {len(by['netty'])} round(s), medians. Machine: {html.escape(machine)}, {cores} cores.
+Results identical in every run; bytes fetched through ucx4j: {med('ucx4j', 'bytesFetchedViaUcx4j'):,.0f}.</p>
+<figure>{''.join(svg)}</figure>
+<table><tr><th>seconds</th><th>Netty</th><th>ucx4j</th><th>ucx4j / Netty</th></tr>{table}</table>
+<p>Command: <code>bench/spark-shuffle.sh --size-mb {html.escape(size_mb)}</code></p>
+<p>Raw runs:</p><pre>{html.escape(chr(10).join(json.dumps(r) for r in rows))}</pre>
+</body></html>
+"""
+open(out, "w").write(page)
+print(f"chart: {out}", file=sys.stderr)
+EOF

@@ -1,0 +1,276 @@
+package org.ucx4j.spark;
+
+import java.net.URI;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.spark.network.shuffle.BlockFetchingListener;
+import org.apache.spark.network.shuffle.BlockStoreClient;
+import org.apache.spark.network.shuffle.DownloadFileManager;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.ucx4j.comm.Comm;
+import org.ucx4j.comm.CommAuthenticationException;
+import org.ucx4j.comm.CommContext;
+import org.ucx4j.comm.CommException;
+import org.ucx4j.comm.CommProtocolException;
+import org.ucx4j.comm.CommTimeoutException;
+import org.ucx4j.comm.Message;
+
+/**
+ * Spark's {@link BlockStoreClient} over ucx4j comms: {@code ShuffleBlockFetcherIterator} hands it every
+ * remote shuffle fetch, already bounded by Spark's {@code spark.reducer.maxSizeInFlight},
+ * {@code spark.reducer.maxReqsInFlight} and {@code spark.reducer.maxBlocksInFlightPerAddress}.
+ *
+ * <p>Each {@link #fetchBlocks} runs on a virtual thread of its own: it takes an idle comm to the peer's
+ * server (or connects one), sends one request with every block id, waits at most
+ * {@code spark.ucx4j.shuffle.timeout} for the reply, checks that every block came whole, and completes the
+ * listener once per block. Any failure (peer dead or unreachable, refused handshake, a block the peer
+ * could not serve, a reply that does not match its header, a timeout) completes the listener with
+ * {@link BlockFetchingListener#onBlockFetchFailure} for every block not yet delivered, which Spark turns
+ * into a {@code FetchFailedException} and a re-run of the map stage. A connection that failed is retried
+ * {@code spark.shuffle.io.maxRetries} times, {@code spark.shuffle.io.retryWait} apart, as Spark's Netty
+ * client does; errors the peer reported are not.
+ *
+ * <p>Threading: safe from any thread. Ownership: the shuffle manager owns it; {@link #close()} closes idle
+ * comms (fetches in flight fail).
+ */
+final class UcxBlockStoreClient extends BlockStoreClient {
+    private static final Logger LOG = LoggerFactory.getLogger(UcxBlockStoreClient.class);
+
+    private final CommContext context;
+    private final ShuffleTransportSettings settings;
+    private final PeerDirectory registry;
+    private final String localExecutorId;
+    private final Map<URI, Deque<Comm>> idle = new ConcurrentHashMap<>();
+    private final ThreadFactory threads =
+            Thread.ofVirtual().name("ucx4j-shuffle-fetch-", 0).factory();
+    private final AtomicLong bytesFetched = new AtomicLong();
+    private volatile boolean closed;
+
+    UcxBlockStoreClient(
+            CommContext context, ShuffleTransportSettings settings, PeerDirectory registry, String localExecutorId) {
+        this.context = context;
+        this.settings = settings;
+        this.registry = registry;
+        this.localExecutorId = localExecutorId;
+    }
+
+    /**
+     * Bytes of blocks fetched through ucx4j by this executor.
+     *
+     * @return the count
+     */
+    long bytesFetched() {
+        return bytesFetched.get();
+    }
+
+    @Override
+    public void fetchBlocks(
+            String host,
+            int port,
+            String execId,
+            String[] blockIds,
+            BlockFetchingListener listener,
+            DownloadFileManager downloadFileManager) {
+        String[] ids = blockIds.clone();
+        threads.newThread(() -> fetchWithRetries(execId, ids, listener)).start();
+    }
+
+    private void fetchWithRetries(String execId, String[] ids, BlockFetchingListener listener) {
+        int attempt = 0;
+        while (true) {
+            try {
+                if (closed) {
+                    throw new CommException("the ucx4j shuffle client is closed");
+                }
+                fetch(registry.lookup(execId), execId, ids, listener);
+                return;
+            } catch (RetriableFetchException e) {
+                if (attempt++ < settings.maxRetries() && !closed) {
+                    LOG.info(
+                            "ucx4j shuffle: fetching {} blocks from executor {} failed ({}); retry {} of {} in {}",
+                            ids.length,
+                            execId,
+                            e.getCause().toString(),
+                            attempt,
+                            settings.maxRetries(),
+                            settings.retryWait());
+                    if (!pause()) {
+                        failAll(ids, listener, e.getCause());
+                        return;
+                    }
+                    continue;
+                }
+                failAll(ids, listener, e.getCause());
+                return;
+            } catch (RuntimeException e) {
+                failAll(ids, listener, e);
+                return;
+            }
+        }
+    }
+
+    private boolean pause() {
+        try {
+            TimeUnit.MILLISECONDS.sleep(settings.retryWait().toMillis());
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** A failure of the connection itself (before any block was delivered), worth another try. */
+    private static final class RetriableFetchException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        RetriableFetchException(RuntimeException cause) {
+            super(cause);
+        }
+    }
+
+    private void fetch(URI address, String execId, String[] ids, BlockFetchingListener listener) {
+        Comm comm;
+        try {
+            comm = borrow(address);
+        } catch (CommAuthenticationException e) {
+            throw e;
+        } catch (CommException e) {
+            throw new RetriableFetchException(e);
+        }
+        Message reply;
+        try {
+            comm.write(Message.ofBytes(BlockFetchProtocol.encodeRequest(ids)));
+            reply = comm.read(settings.fetchTimeout());
+        } catch (CommTimeoutException e) {
+            comm.abort();
+            throw new CommTimeoutException(
+                    "executor " + execId + " (" + address + ") sent no reply to a fetch of " + ids.length
+                            + " blocks within " + settings.fetchTimeout() + " ("
+                            + ShuffleTransportSettings.FETCH_TIMEOUT
+                            + ")",
+                    e);
+        } catch (CommException e) {
+            comm.abort();
+            throw new RetriableFetchException(e);
+        }
+        deliver(comm, address, execId, ids, reply, listener);
+    }
+
+    private void deliver(
+            Comm comm, URI address, String execId, String[] ids, Message reply, BlockFetchingListener listener) {
+        List<BlockFetchProtocol.Entry> entries;
+        try {
+            if (reply.frameCount() < 1) {
+                throw new CommProtocolException("an empty shuffle fetch reply");
+            }
+            entries = BlockFetchProtocol.decodeReply(reply.frame(0).toByteArray(), ids.length);
+            int served = (int) entries.stream()
+                    .filter(e -> e.status() == BlockFetchProtocol.OK)
+                    .count();
+            if (reply.frameCount() != served + 1) {
+                throw new CommProtocolException("shuffle fetch reply from " + address + " carries "
+                        + (reply.frameCount() - 1) + " blocks, its header announces " + served);
+            }
+            int frame = 1;
+            for (BlockFetchProtocol.Entry e : entries) {
+                if (e.status() == BlockFetchProtocol.OK) {
+                    long got = reply.frame(frame++).size();
+                    if (got != e.size()) {
+                        throw new CommProtocolException(
+                                "truncated shuffle block from " + address + ": " + got + " bytes of " + e.size());
+                    }
+                }
+            }
+        } catch (RuntimeException e) {
+            reply.close();
+            comm.abort();
+            throw e;
+        }
+        giveBack(address, comm);
+        int served = reply.frameCount() - 1;
+        long bytes = 0;
+        for (int f = 1; f <= served; f++) {
+            bytes += reply.frame(f).size();
+        }
+        // Reported before the blocks reach Spark, so that the report is on its way before the task ends.
+        bytesFetched.addAndGet(bytes);
+        if (bytes > 0) {
+            registry.reportFetched(localExecutorId, bytes);
+        }
+        ReceivedBlockBuffer.SharedReply shared = new ReceivedBlockBuffer.SharedReply(reply, served + 1);
+        int frame = 1;
+        try {
+            for (int i = 0; i < ids.length; i++) {
+                BlockFetchProtocol.Entry e = entries.get(i);
+                if (e.status() == BlockFetchProtocol.OK) {
+                    ReceivedBlockBuffer buffer =
+                            new ReceivedBlockBuffer(shared, reply.frame(frame++).segment());
+                    try {
+                        listener.onBlockFetchSuccess(ids[i], buffer);
+                    } finally {
+                        buffer.release();
+                    }
+                } else {
+                    listener.onBlockFetchFailure(
+                            ids[i],
+                            new CommException(
+                                    "executor " + execId + " (" + address + ") could not serve " + e.error()));
+                }
+            }
+        } finally {
+            shared.release();
+        }
+    }
+
+    private static void failAll(String[] ids, BlockFetchingListener listener, Throwable cause) {
+        for (String id : ids) {
+            listener.onBlockFetchFailure(id, cause);
+        }
+    }
+
+    private Comm borrow(URI address) {
+        Deque<Comm> pool = idle.get(address);
+        if (pool != null) {
+            synchronized (pool) {
+                Comm c;
+                while ((c = pool.pollFirst()) != null) {
+                    if (!c.isClosed()) {
+                        return c;
+                    }
+                }
+            }
+        }
+        return context.connect(address, settings.options());
+    }
+
+    private void giveBack(URI address, Comm comm) {
+        if (closed) {
+            comm.close();
+            return;
+        }
+        Deque<Comm> pool = idle.computeIfAbsent(address, a -> new ArrayDeque<>());
+        synchronized (pool) {
+            pool.addFirst(comm);
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        for (Deque<Comm> pool : idle.values()) {
+            synchronized (pool) {
+                Comm c;
+                while ((c = pool.pollFirst()) != null) {
+                    c.close();
+                }
+            }
+        }
+    }
+}

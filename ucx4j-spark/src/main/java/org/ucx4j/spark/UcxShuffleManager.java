@@ -1,0 +1,223 @@
+package org.ucx4j.spark;
+
+import java.net.URI;
+import java.util.Map;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskContext;
+import org.apache.spark.shuffle.BaseShuffleHandle;
+import org.apache.spark.shuffle.ShuffleHandle;
+import org.apache.spark.shuffle.ShuffleReadMetricsReporter;
+import org.apache.spark.shuffle.ShuffleReader;
+import org.apache.spark.shuffle.ShuffleWriteMetricsReporter;
+import org.apache.spark.shuffle.ShuffleWriter;
+import org.apache.spark.shuffle.sort.SortShuffleManager;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.ucx4j.comm.CommContext;
+
+/**
+ * Spark's sort-based shuffle with its remote fetches over ucx4j ({@code ucx://}, or {@code tcp://} where
+ * UCX is missing): {@code --conf spark.shuffle.manager=org.ucx4j.spark.UcxShuffleManager}.
+ *
+ * <p>Everything but the remote fetch path is Spark's {@link SortShuffleManager}: the writers, the index
+ * and data files, local and host-local reads. Each executor serves its blocks from those files on a ucx4j
+ * comm listener on a free port ({@link ShuffleBlockServer}) and registers the address with the driver
+ * ({@link ExecutorAddressRegistry}); reduce tasks fetch remote blocks through {@link UcxBlockStoreClient}.
+ * Failures surface as Spark's own fetch failures, so the scheduler re-runs lost map output. Settings:
+ * {@link ShuffleTransportSettings} and docs/SPARK.md.
+ *
+ * <p>Start-up is lazy: nothing of ucx4j starts until the first shuffle task on an executor, because
+ * Spark creates the shuffle manager before the executor's block manager is ready. Push-based shuffle
+ * (which needs Spark's external shuffle service) is left to Spark's reader.
+ *
+ * <p>Threading: Spark calls it from task threads concurrently; start-up happens once. Ownership: Spark
+ * creates it and calls {@link #stop()}, which closes the server, the client and their comms.
+ */
+public class UcxShuffleManager extends SortShuffleManager {
+    private static final Logger LOG = LoggerFactory.getLogger(UcxShuffleManager.class);
+
+    private final SparkConf conf;
+    private final boolean isDriver;
+    private final Object lock = new Object();
+    private volatile ExecutorAddressRegistry.Driver registry;
+    private volatile Executor executor;
+    private boolean stopped;
+
+    /** The executor side's parts, created together on first use. */
+    private record Executor(
+            CommContext context,
+            ShuffleTransportSettings settings,
+            ShuffleBlockServer server,
+            UcxBlockStoreClient client) {}
+
+    /**
+     * Created by Spark with {@code spark.shuffle.manager} set to this class.
+     *
+     * @param conf Spark's configuration
+     * @param isDriver whether this is the driver (which runs the address registry)
+     */
+    public UcxShuffleManager(SparkConf conf, boolean isDriver) {
+        super(conf);
+        this.conf = conf;
+        this.isDriver = isDriver;
+        if (isDriver) {
+            SparkEnv env = SparkEnv.get();
+            if (env != null) {
+                ExecutorAddressRegistry.Driver endpoint = new ExecutorAddressRegistry.Driver(env.rpcEnv());
+                env.rpcEnv().setupEndpoint(ExecutorAddressRegistry.ENDPOINT_NAME, endpoint);
+                registry = endpoint;
+            }
+        }
+    }
+
+    /**
+     * Created by Spark when it does not say whether this is the driver: the executor side.
+     *
+     * @param conf Spark's configuration
+     */
+    public UcxShuffleManager(SparkConf conf) {
+        this(conf, false);
+    }
+
+    @Override
+    public <K, V> ShuffleWriter<K, V> getWriter(
+            ShuffleHandle handle, long mapId, TaskContext context, ShuffleWriteMetricsReporter metrics) {
+        // The server must be registered before this map output can be asked for.
+        executor();
+        return super.getWriter(handle, mapId, context, metrics);
+    }
+
+    @Override
+    public <K, C> ShuffleReader<K, C> getReader(
+            ShuffleHandle handle,
+            int startMapIndex,
+            int endMapIndex,
+            int startPartition,
+            int endPartition,
+            TaskContext context,
+            ShuffleReadMetricsReporter metrics) {
+        @SuppressWarnings("unchecked")
+        BaseShuffleHandle<K, ?, C> base = (BaseShuffleHandle<K, ?, C>) handle;
+        if (base.dependency().isShuffleMergeFinalizedMarked()) {
+            // Push-based shuffle reads merged blocks through Spark's external shuffle service.
+            return super.getReader(handle, startMapIndex, endMapIndex, startPartition, endPartition, context, metrics);
+        }
+        Executor parts = executor();
+        var blocksByAddress = SparkEnv.get()
+                .mapOutputTracker()
+                .getMapSizesByExecutorId(handle.shuffleId(), startMapIndex, endMapIndex, startPartition, endPartition);
+        return new UcxShuffleReader<>(
+                base,
+                blocksByAddress,
+                context,
+                metrics,
+                parts.client(),
+                SortShuffleManager.canUseBatchFetch(startPartition, endPartition, context));
+    }
+
+    private Executor executor() {
+        Executor parts = executor;
+        if (parts != null) {
+            return parts;
+        }
+        synchronized (lock) {
+            if (stopped) {
+                throw new IllegalStateException("the ucx4j shuffle manager is stopped");
+            }
+            if (executor == null) {
+                executor = start();
+            }
+            return executor;
+        }
+    }
+
+    private Executor start() {
+        SparkEnv env = SparkEnv.get();
+        String secret = conf.getBoolean("spark.authenticate", false)
+                ? env.securityManager().getSecretKey()
+                : null;
+        ShuffleTransportSettings settings = ShuffleTransportSettings.from(conf, secret);
+        if (settings.fallbackReason() != null) {
+            LOG.warn("ucx4j shuffle: UCX is unavailable ({}); falling back to tcp://", settings.fallbackReason());
+        }
+        CommContext context = CommContext.create();
+        try {
+            String host = env.blockManager().blockManagerId().host();
+            ShuffleBlockServer server = new ShuffleBlockServer(context, host, settings, shuffleBlockResolver());
+            ExecutorAddressRegistry.Client lookups = new ExecutorAddressRegistry.Client(conf, env.rpcEnv());
+            lookups.register(env.executorId(), server.address());
+            LOG.info("{}", settings.describe(server.address().toString()));
+            if (conf.getBoolean("spark.shuffle.readHostLocalDisk", true)) {
+                LOG.info("ucx4j shuffle: spark.shuffle.readHostLocalDisk is on, so blocks of executors on this"
+                        + " host are read from their files, not fetched over ucx4j");
+            }
+            return new Executor(
+                    context, settings, server, new UcxBlockStoreClient(context, settings, lookups, env.executorId()));
+        } catch (RuntimeException e) {
+            context.close();
+            throw e;
+        }
+    }
+
+    /**
+     * On the driver: the ucx4j shuffle addresses the executors registered, by executor id.
+     *
+     * @return a copy; empty on executors and before any executor started a shuffle
+     */
+    public Map<String, URI> executorAddresses() {
+        ExecutorAddressRegistry.Driver r = registry;
+        return r == null ? Map.of() : r.addresses();
+    }
+
+    /**
+     * On the driver: the bytes of shuffle blocks that executors reported fetching through ucx4j so far
+     * (reports travel asynchronously, shortly after each fetch).
+     *
+     * @return the total; 0 on executors
+     */
+    public long remoteBytesFetched() {
+        ExecutorAddressRegistry.Driver r = registry;
+        return r == null ? 0 : r.bytesFetched();
+    }
+
+    /**
+     * The settings this executor runs with, or empty before its first shuffle task (and on the driver).
+     *
+     * @return the settings
+     */
+    public java.util.Optional<ShuffleTransportSettings> settings() {
+        Executor parts = executor;
+        return parts == null ? java.util.Optional.empty() : java.util.Optional.of(parts.settings());
+    }
+
+    @Override
+    public void stop() {
+        Executor parts;
+        synchronized (lock) {
+            stopped = true;
+            parts = executor;
+            executor = null;
+        }
+        try {
+            if (parts != null) {
+                LOG.debug(
+                        "ucx4j shuffle: stopping ({} bytes served, {} fetched)",
+                        parts.server().bytesServed(),
+                        parts.client().bytesFetched());
+                // Reverse order of creation: the client's comms, the server, then their context.
+                try {
+                    parts.client().close();
+                    parts.server().close();
+                } finally {
+                    parts.context().close();
+                }
+            }
+        } finally {
+            super.stop();
+        }
+        if (isDriver) {
+            LOG.debug("ucx4j shuffle: driver stopped");
+        }
+    }
+}
