@@ -190,11 +190,6 @@ final class UcxRuntime {
         return discarded.get();
     }
 
-    /** Whether some comm or handshake receives on {@code tag}. */
-    boolean isLive(long tag) {
-        return liveTags.contains(tag);
-    }
-
     private void scheduleDrain() {
         if (closed) {
             return;

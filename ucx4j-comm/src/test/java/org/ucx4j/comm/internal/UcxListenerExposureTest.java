@@ -240,6 +240,31 @@ class UcxListenerExposureTest {
         }
     }
 
+    @Test
+    void withASecretAnIplessHelloWhoseWorkerAddressIsNotVouchedForNeverReachesUcx() throws Exception {
+        CommOptions o = options(UcxConfig.builder().set(CommKeys.AUTH_SECRET, "exposure-test-secret"), DEADLINE);
+        UcxTransport.Listener l = listen(o);
+        URI ipless = l.addresses().get(1);
+        UcxTransport.IplessAddress a = UcxTransport.parseIpless(ipless);
+        // A HELLO that claims a secret, with a worker address UCX would abort the process on (UCX parses
+        // worker addresses with assertions, on 1.13 and 1.22 alike) and a MAC made without the secret.
+        byte[] notAnAddress = new byte[200];
+        Arrays.fill(notAnAddress, (byte) 0x5a);
+        byte[] forgedMac = new byte[Handshake.MAC_BYTES];
+        byte[] hello =
+                Handshake.hello(true, new byte[Handshake.NONCE_BYTES], 77, "mallory", "x", notAnAddress, forgedMac);
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker w = ctx.newWorker()) {
+            UcxEndpoint ep = w.connect(a.worker());
+            ep.tagSend(hello, a.acceptTag());
+            await("the forged HELLO refused").atMost(DEADLINE).until(() -> l.refusals() == 1);
+            assertTrue(l.lastRefusal().contains("no valid MAC of its worker address"), l.lastRefusal());
+            ep.closeAsync(CloseMode.FORCE);
+        }
+        stillServes(ipless, o);
+        stillServes(l.address(), o);
+    }
+
     // ------------------------------------------------------------------ tags it was never given
 
     /** A whole ucx4j-comm message of one inline frame, as a comm would accept it on its tag. */
