@@ -560,6 +560,58 @@ public final class UcxWorker implements AutoCloseable {
         });
     }
 
+    /**
+     * Removes unexpected tagged messages matching {@code tag}/{@code mask} (ones that arrived with no
+     * receive posted for them), oldest first, up to {@code max}, and throws their data away: eager data
+     * is dropped, a rendezvous sender is told the receive was truncated and its send completes. For a
+     * process that must bound what peers make it hold, such as messages to tags nobody will ever
+     * receive. A receive posted later for a discarded message's tag waits for the next message.
+     *
+     * <p>Threading: any thread; the work runs on the worker's thread and is done when this returns
+     * (a discarded message's data may still be arriving into a scratch buffer of the worker that
+     * nobody reads).
+     *
+     * @param tag the tag to match
+     * @param mask which bits must match ({@code -1L} for all, {@code 0} for any message)
+     * @param max the most messages to discard, at least 1
+     * @return how many were discarded
+     */
+    public int tagDiscard(long tag, long mask, int max) {
+        if (max < 1) {
+            throw new IllegalArgumentException("max must be at least 1, got " + max);
+        }
+        ensureOpen();
+        return call("tagDiscard", () -> {
+            int n = 0;
+            while (n < max && discardOne(tag, mask)) {
+                n++;
+            }
+            return n;
+        });
+    }
+
+    /** With the worker's lock: removes and discards one matching unexpected message, if any. */
+    private boolean discardOne(long tag, long mask) {
+        MemorySegment msg;
+        MemorySegment request;
+        try {
+            msg = (MemorySegment) Ucp.tag_probe_nb.invokeExact(rt.handle, tag, mask, 1, rt.tagInfo);
+            if (msg.address() == 0) {
+                return false;
+            }
+            request = (MemorySegment) Ucp.tag_msg_recv_nbx.invokeExact(
+                    rt.handle, rt.discardBuffer, NativeWorker.DISCARD_BUFFER_BYTES, msg, rt.noCallbackParam);
+            // NULL: done at once; -1..-100: a status (truncation is the point); else our request, released
+            // now so that UCX frees it when the data is in.
+            if (request.address() != 0 && Long.compareUnsigned(request.address(), -100L) < 0) {
+                Ucp.request_free.invokeExact(request);
+            }
+        } catch (Throwable t) {
+            throw NativeCalls.unchecked(t);
+        }
+        return true;
+    }
+
     // ------------------------------------------------------------------ flush
 
     /**

@@ -34,6 +34,31 @@ public final class CommKeys {
             1,
             Long.MAX_VALUE,
             "most bytes one message may carry, all frames together; a peer claiming more is refused");
+    /**
+     * The most bytes one {@code ucx://} comm receives ahead of its reader (default 256 MiB): past it, the
+     * next message's header is not received until the reader catches up (one message may go beyond it).
+     */
+    public static final ConfigKey<Long> MAX_IN_FLIGHT = ConfigKey.size(
+            "max-in-flight", 256L << 20, 1, Long.MAX_VALUE, "most bytes one ucx:// comm receives ahead of its reader");
+    /**
+     * The most bytes all comms accepted by one {@code ucx://} listener receive ahead of their readers
+     * together (default 1 GiB): a message whose frames would go beyond it waits, its sender held back by
+     * UCX, until others are read (one message may go beyond it when nothing else is in flight).
+     */
+    public static final ConfigKey<Long> MAX_IN_FLIGHT_PER_LISTENER = ConfigKey.size(
+            "max-in-flight-per-listener",
+            1L << 30,
+            1,
+            Long.MAX_VALUE,
+            "most bytes the comms of one ucx:// listener receive ahead of their readers, together");
+    /**
+     * The most handshakes one {@code ucx://} listener runs at a time, socket and IP-less together
+     * (default 128); a connection beyond it is closed at once.
+     */
+    public static final ConfigKey<Integer> MAX_PENDING_HANDSHAKES = ConfigKey.count(
+            "max-pending-handshakes",
+            128,
+            "most handshakes one ucx:// listener runs at a time; a connection beyond it is closed at once");
     /** The shared secret for the handshake; never printed (shown as {@code (set)}). */
     public static final ConfigKey<String> AUTH_SECRET =
             ConfigKey.secret("auth.secret", "shared secret for the handshake");
@@ -42,8 +67,16 @@ public final class CommKeys {
             ConfigKey.text("auth.secret-file", "file holding the shared secret");
 
     /** ucx4j-comm's keys, in documentation order. */
-    public static final List<ConfigKey<?>> ALL =
-            List.of(MULTI_BUFFER, MAX_FRAMES, MAX_FRAME_SIZE, MAX_MESSAGE_SIZE, AUTH_SECRET, AUTH_SECRET_FILE);
+    public static final List<ConfigKey<?>> ALL = List.of(
+            MULTI_BUFFER,
+            MAX_FRAMES,
+            MAX_FRAME_SIZE,
+            MAX_MESSAGE_SIZE,
+            MAX_IN_FLIGHT,
+            MAX_IN_FLIGHT_PER_LISTENER,
+            MAX_PENDING_HANDSHAKES,
+            AUTH_SECRET,
+            AUTH_SECRET_FILE);
 
     private CommKeys() {}
 }

@@ -31,6 +31,9 @@ public final class CommOptions {
     private final int maxFrames;
     private final long maxFrameSize;
     private final long maxMessageSize;
+    private final long maxInFlight;
+    private final long maxInFlightPerListener;
+    private final int maxPendingHandshakes;
 
     private CommOptions(Builder b) {
         this.config = b.config != null ? b.config : UcxConfig.load();
@@ -43,6 +46,9 @@ public final class CommOptions {
         this.maxFrames = config.get(CommKeys.MAX_FRAMES);
         this.maxFrameSize = config.get(CommKeys.MAX_FRAME_SIZE);
         this.maxMessageSize = config.get(CommKeys.MAX_MESSAGE_SIZE);
+        this.maxInFlight = config.get(CommKeys.MAX_IN_FLIGHT);
+        this.maxInFlightPerListener = config.get(CommKeys.MAX_IN_FLIGHT_PER_LISTENER);
+        this.maxPendingHandshakes = config.get(CommKeys.MAX_PENDING_HANDSHAKES);
         if (identity.getBytes(StandardCharsets.UTF_8).length > 1024) {
             throw new IllegalArgumentException("identity is longer than 1024 bytes in UTF-8");
         }
@@ -147,6 +153,33 @@ public final class CommOptions {
      */
     public long maxMessageSize() {
         return maxMessageSize;
+    }
+
+    /**
+     * The most bytes one {@code ucx://} comm receives ahead of its reader.
+     *
+     * @return the config's {@code max-in-flight} in bytes
+     */
+    public long maxInFlight() {
+        return maxInFlight;
+    }
+
+    /**
+     * The most bytes the comms of one {@code ucx://} listener receive ahead of their readers, together.
+     *
+     * @return the config's {@code max-in-flight-per-listener} in bytes
+     */
+    public long maxInFlightPerListener() {
+        return maxInFlightPerListener;
+    }
+
+    /**
+     * The most handshakes one {@code ucx://} listener runs at a time.
+     *
+     * @return the config's {@code max-pending-handshakes}
+     */
+    public int maxPendingHandshakes() {
+        return maxPendingHandshakes;
     }
 
     /**

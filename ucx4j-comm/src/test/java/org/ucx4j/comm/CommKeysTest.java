@@ -32,6 +32,9 @@ class CommKeysTest {
         assertEquals(Optional.of(100_000), CommKeys.MAX_FRAMES.defaultValue());
         assertEquals(Optional.of(64L << 30), CommKeys.MAX_FRAME_SIZE.defaultValue());
         assertEquals(Optional.empty(), CommKeys.MULTI_BUFFER.defaultValue());
+        assertEquals(Optional.of(256L << 20), CommKeys.MAX_IN_FLIGHT.defaultValue());
+        assertEquals(Optional.of(1L << 30), CommKeys.MAX_IN_FLIGHT_PER_LISTENER.defaultValue());
+        assertEquals(Optional.of(128), CommKeys.MAX_PENDING_HANDSHAKES.defaultValue());
         assertTrue(CommKeys.AUTH_SECRET.isSecret());
         assertFalse(CommKeys.AUTH_SECRET_FILE.isSecret());
     }
@@ -47,6 +50,14 @@ class CommKeysTest {
         assertThrows(
                 UcxConfigException.class,
                 () -> UcxConfig.builder().set(CommKeys.MAX_FRAME_SIZE, 0L).build());
+        for (String key : new String[] {"max-in-flight", "max-in-flight-per-listener", "max-pending-handshakes"}) {
+            UcxConfigException bad = assertThrows(
+                    UcxConfigException.class,
+                    () -> UcxConfig.builder().set(key, "0").build());
+            assertTrue(
+                    bad.getMessage().contains("invalid value '0' for ucx4j config key '" + key + "'"),
+                    bad.getMessage());
+        }
         UcxConfigException secret = assertThrows(
                 UcxConfigException.class,
                 () -> UcxConfig.builder().set(CommKeys.AUTH_SECRET, "  ").build());
@@ -62,8 +73,14 @@ class CommKeysTest {
                         .set(CommKeys.MAX_FRAME_SIZE, 1L << 20)
                         .set(CommKeys.MULTI_BUFFER, true)
                         .set(CommKeys.AUTH_SECRET, "s3cret")
+                        .set(CommKeys.MAX_IN_FLIGHT, 1L << 20)
+                        .set(CommKeys.MAX_IN_FLIGHT_PER_LISTENER, 8L << 20)
+                        .set(CommKeys.MAX_PENDING_HANDSHAKES, 3)
                         .build())
                 .build();
+        assertEquals(1L << 20, options.maxInFlight());
+        assertEquals(8L << 20, options.maxInFlightPerListener());
+        assertEquals(3, options.maxPendingHandshakes());
         assertEquals(5, options.maxFrames());
         assertEquals(1L << 20, options.maxFrameSize());
         assertTrue(options.multiBuffer());

@@ -95,6 +95,10 @@ public final class Ucp {
             fn("ucp_tag_recv_nbx", statusPtr(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
     public static final MethodHandle tag_probe_nb =
             fn("ucp_tag_probe_nb", statusPtr(ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT, ADDRESS));
+    /** {@code ucp_tag_msg_recv_nbx}: receives a message that {@code ucp_tag_probe_nb} removed (UCX 1.9+). */
+    public static final MethodHandle tag_msg_recv_nbx =
+            fn("ucp_tag_msg_recv_nbx", statusPtr(ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS));
+
     public static final MethodHandle stream_send_nbx =
             fn("ucp_stream_send_nbx", statusPtr(ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
     public static final MethodHandle stream_recv_nbx =

@@ -16,18 +16,23 @@ import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.CommProtocolException;
 
 /**
- * The connection handshake of docs/WIRE.md: protocol version check, identities, the addresses each
- * side sees, each side's receive tag (ucx), and, when a shared secret is configured, an HMAC-SHA256
- * challenge and response in both directions. The listener proves first; the client answers only a
- * listener that proved the same secret, and the listener refuses a wrong or missing proof before any
- * message is delivered.
+ * The connection handshake of docs/WIRE.md (version 2): protocol version check, identities, the
+ * addresses each side sees, and, when a shared secret is configured, an HMAC-SHA256 challenge and
+ * response in both directions. The listener proves first; the client answers only a listener that
+ * proved the same secret, and the listener refuses a wrong or missing proof before any message is
+ * delivered. What a comm needs to reach its peer over UCX (the tag it receives on, its worker
+ * address: an {@link Endpoint}) travels only after the proofs, inside the client's PROOF and the
+ * listener's accepting VERDICT, each bound to the nonces by a MAC when there is a secret: a peer that
+ * did not authenticate never learns a comm's tag, and no worker address it sends reaches UCX.
  *
  * <pre>
- * client -> listener   HELLO   (version, auth flag, nonce C, tag, identity, address used, worker address)
- * listener -> client   HELLO   (version, auth flag, nonce L, tag, identity, client address seen)
- *                      PROOF   HMAC(secret, "ucx4j-comm/1 listener" | C | L)   (empty without a secret)
- * client -> listener   PROOF   HMAC(secret, "ucx4j-comm/1 client" | L | C)
- * listener -> client   VERDICT (0 accepted | 1 version | 2 authentication | 3 other, reason)
+ * client -> listener   HELLO   (version, auth flag, nonce C, hello tag, identity, address used,
+ *                               IP-less: worker address and its MAC)
+ * listener -> client   HELLO   (version, auth flag, nonce L, hello tag, identity, client address seen)
+ *                      PROOF   HMAC(secret, "ucx4j-comm/2 listener" | C | L)   (empty without a secret)
+ * client -> listener   PROOF   HMAC(secret, "ucx4j-comm/2 client" | L | C | endpoint), endpoint
+ * listener -> client   VERDICT (0 accepted | 1 version | 2 authentication | 3 other, reason;
+ *                               accepted: endpoint, HMAC(secret, "ucx4j-comm/2 accept" | C | L | endpoint))
  * </pre>
  * A listener that refuses at any step sends a VERDICT instead of its next record.
  */
@@ -35,7 +40,7 @@ final class Handshake {
     /** "U4JH". */
     static final int MAGIC = 0x484A3455;
 
-    static final int VERSION = 1;
+    static final int VERSION = 2;
     static final int HELLO = 1;
     static final int PROOF = 2;
     static final int VERDICT = 3;
@@ -71,21 +76,74 @@ final class Handshake {
 
     private Handshake() {}
 
-    /** What a HELLO says. */
+    /** What a HELLO says; {@code helloMac} is empty unless an IP-less client with a secret sent it. */
     record Hello(
-            int version, boolean auth, byte[] nonce, long tag, String identity, String address, byte[] workerAddress) {}
+            int version,
+            boolean auth,
+            byte[] nonce,
+            long tag,
+            String identity,
+            String address,
+            byte[] workerAddress,
+            byte[] helloMac) {}
 
-    /** What the handshake established about the peer. */
-    record Result(String peerIdentity, long peerTag, String addressSeenByPeer, byte[] peerWorkerAddress) {}
+    /**
+     * What one side gives its authenticated peer: the tag its comm receives on and its UCX worker
+     * address ({@code ucx://}), or nothing ({@link #NONE}: {@code tcp://}, {@code inproc://}; IP-less
+     * sides give a tag only).
+     */
+    record Endpoint(long tag, byte[] workerAddress) {
+        static final Endpoint NONE = new Endpoint(0, new byte[0]);
+
+        byte[] encode() {
+            return ByteBuffer.allocate(8 + 4 + workerAddress.length)
+                    .order(ByteOrder.LITTLE_ENDIAN)
+                    .putLong(tag)
+                    .putInt(workerAddress.length)
+                    .put(workerAddress)
+                    .array();
+        }
+    }
+
+    /**
+     * What the handshake established about the peer: its identity, the tag of its HELLO (IP-less
+     * handshakes), the address it saw, and the endpoint it gave after authentication.
+     */
+    record Result(String peerIdentity, long peerHelloTag, String addressSeenByPeer, Endpoint peerEndpoint) {
+        /** The tag the peer's comm receives on. */
+        long peerTag() {
+            return peerEndpoint.tag();
+        }
+    }
 
     // ------------------------------------------------------------------ the two sides
 
     static Result client(
             HandshakeChannel ch, CommOptions options, long myTag, String addressUsed, byte[] myWorkerAddress)
             throws Exception {
+        return client(ch, options, myTag, addressUsed, myWorkerAddress, Endpoint.NONE);
+    }
+
+    /**
+     * The client's side. {@code helloTag} and {@code iplessWorkerAddress}: what an IP-less client's
+     * HELLO carries (0 and null elsewhere); {@code mine}: what it gives the listener once the listener
+     * has proved the secret.
+     */
+    static Result client(
+            HandshakeChannel ch,
+            CommOptions options,
+            long helloTag,
+            String addressUsed,
+            byte[] iplessWorkerAddress,
+            Endpoint mine)
+            throws Exception {
         Optional<byte[]> secret = options.secret();
         byte[] nonceC = nonce();
-        ch.send(hello(secret.isPresent(), nonceC, myTag, options.identity(), addressUsed, myWorkerAddress));
+        byte[] helloMac = secret.isPresent() && iplessWorkerAddress != null
+                ? mac(secret.get(), "ucx4j-comm/2 ipless hello", nonceC, iplessHelloBody(helloTag, iplessWorkerAddress))
+                : new byte[0];
+        ch.send(hello(
+                secret.isPresent(), nonceC, helloTag, options.identity(), addressUsed, iplessWorkerAddress, helloMac));
         byte[] r = ch.receive();
         Hello h = parseHelloOrVerdict(r, "listener");
         if (h.auth() != secret.isPresent()) {
@@ -94,18 +152,61 @@ final class Handshake {
                             ? "the listener has no shared secret but this side has one (auth.secret): refusing an unauthenticated peer"
                             : "the listener requires a shared secret: set auth.secret or auth.secret-file");
         }
-        byte[] proofL = parseProof(ch.receive(), secret.isPresent());
+        byte[] proofL = parseProof(ch.receive(), secret.isPresent()).mac();
+        byte[] mineBytes = mine.encode();
         if (secret.isPresent()) {
-            byte[] expected = mac(secret.get(), "ucx4j-comm/1 listener", nonceC, h.nonce());
-            if (!MessageDigest.isEqual(expected, proofL)) {
+            if (!proves(proofL, secret.get(), "ucx4j-comm/2 listener", nonceC, h.nonce())) {
                 throw new CommAuthenticationException("the listener proved a different shared secret (auth.secret)");
             }
-            ch.send(proof(mac(secret.get(), "ucx4j-comm/1 client", h.nonce(), nonceC)));
+            ch.send(proof(mac(secret.get(), "ucx4j-comm/2 client", h.nonce(), nonceC, mineBytes), mine));
         } else {
-            ch.send(proof(new byte[0]));
+            ch.send(proof(new byte[0], mine));
         }
-        parseVerdict(ch.receive(), "listener");
-        return new Result(h.identity(), h.tag(), h.address(), h.workerAddress());
+        Accepted a = parseVerdict(ch.receive(), "listener");
+        if (secret.isPresent()
+                && !proves(
+                        a.mac(),
+                        secret.get(),
+                        "ucx4j-comm/2 accept",
+                        nonceC,
+                        h.nonce(),
+                        a.endpoint().encode())) {
+            throw new CommAuthenticationException(
+                    "the listener's accepting VERDICT carries a wrong MAC (altered on the way?)");
+        }
+        return new Result(h.identity(), h.tag(), h.address(), a.endpoint());
+    }
+
+    /** What an IP-less client's HELLO MAC covers besides its nonce: its hello tag and worker address. */
+    private static byte[] iplessHelloBody(long helloTag, byte[] workerAddress) {
+        return ByteBuffer.allocate(8 + workerAddress.length)
+                .order(ByteOrder.LITTLE_ENDIAN)
+                .putLong(helloTag)
+                .put(workerAddress)
+                .array();
+    }
+
+    /**
+     * Checks an IP-less client's HELLO before its worker address goes anywhere near UCX (which aborts
+     * the process on a malformed one): with a secret, the HELLO's MAC over its nonce, tag and worker
+     * address must match; without one, every client is trusted (docs/WIRE.md, threat model).
+     *
+     * @throws CommAuthenticationException when the MAC is missing or wrong
+     */
+    static void checkIplessHello(Hello h, CommOptions options) {
+        Optional<byte[]> secret = options.secret();
+        if (secret.isEmpty() || !h.auth()) {
+            return; // the handshake itself refuses a disagreement about having a secret
+        }
+        if (!proves(
+                h.helloMac(),
+                secret.get(),
+                "ucx4j-comm/2 ipless hello",
+                h.nonce(),
+                iplessHelloBody(h.tag(), h.workerAddress()))) {
+            throw new CommAuthenticationException(
+                    "an IP-less client's HELLO carries no valid MAC of its worker address (wrong or no shared secret)");
+        }
     }
 
     /**
@@ -114,6 +215,33 @@ final class Handshake {
      */
     static Result listener(
             HandshakeChannel ch, CommOptions options, long myTag, String clientAddressSeen, byte[] firstHello)
+            throws Exception {
+        return listener(ch, options, myTag, clientAddressSeen, firstHello, Endpoint.NONE, peer -> {});
+    }
+
+    /**
+     * What the listener does with an authenticated client's endpoint before it accepts (creates its
+     * UCX endpoint from it); a failure refuses the client.
+     */
+    @FunctionalInterface
+    interface OnAuthenticated {
+        void accept(Endpoint peer) throws Exception;
+    }
+
+    /**
+     * The listener's side. {@code firstHello} is the client's HELLO when the transport already read it
+     * (ucx-worker), else null; {@code helloTag} the tag its HELLO announces (IP-less), {@code mine} what
+     * it gives an authenticated client in the accepting VERDICT, after {@code onAuthenticated} ran on
+     * the client's.
+     */
+    static Result listener(
+            HandshakeChannel ch,
+            CommOptions options,
+            long helloTag,
+            String clientAddressSeen,
+            byte[] firstHello,
+            Endpoint mine,
+            OnAuthenticated onAuthenticated)
             throws Exception {
         Optional<byte[]> secret = options.secret();
         byte[] helloRecord;
@@ -141,10 +269,11 @@ final class Handshake {
             throw new CommAuthenticationException(why + " (client " + c.identity() + ")");
         }
         byte[] nonceL = nonce();
-        ch.send(hello(secret.isPresent(), nonceL, myTag, options.identity(), clientAddressSeen, null));
+        ch.send(hello(secret.isPresent(), nonceL, helloTag, options.identity(), clientAddressSeen, null, new byte[0]));
         ch.send(proof(
-                secret.isPresent() ? mac(secret.get(), "ucx4j-comm/1 listener", c.nonce(), nonceL) : new byte[0]));
-        byte[] proofC;
+                secret.isPresent() ? mac(secret.get(), "ucx4j-comm/2 listener", c.nonce(), nonceL) : new byte[0],
+                Endpoint.NONE));
+        Proof proofC;
         try {
             proofC = parseProof(ch.receive(), secret.isPresent());
         } catch (CommAuthenticationException e) { // a proof of the wrong length: says lengths, nothing secret
@@ -154,15 +283,28 @@ final class Handshake {
             refuse(ch, Verdict.REFUSED_OTHER, e.getMessage());
             throw e;
         }
-        if (secret.isPresent()) {
-            byte[] expected = mac(secret.get(), "ucx4j-comm/1 client", nonceL, c.nonce());
-            if (!MessageDigest.isEqual(expected, proofC)) {
-                refuse(ch, Verdict.REFUSED_AUTH, "wrong shared secret");
-                throw new CommAuthenticationException("client " + c.identity() + " proved a wrong shared secret");
-            }
+        if (secret.isPresent()
+                && !proves(
+                        proofC.mac(),
+                        secret.get(),
+                        "ucx4j-comm/2 client",
+                        nonceL,
+                        c.nonce(),
+                        proofC.endpoint().encode())) {
+            refuse(ch, Verdict.REFUSED_AUTH, "wrong shared secret");
+            throw new CommAuthenticationException("client " + c.identity() + " proved a wrong shared secret");
         }
-        ch.send(verdict(Verdict.ACCEPTED, ""));
-        return new Result(c.identity(), c.tag(), c.address(), c.workerAddress());
+        try {
+            onAuthenticated.accept(proofC.endpoint());
+        } catch (Exception e) {
+            refuse(ch, Verdict.REFUSED_OTHER, "the listener cannot reach this client: " + Failures.describe(e));
+            throw e;
+        }
+        byte[] acceptMac = secret.isPresent()
+                ? mac(secret.get(), "ucx4j-comm/2 accept", c.nonce(), nonceL, mine.encode())
+                : new byte[0];
+        ch.send(accepted(mine, acceptMac));
+        return new Result(c.identity(), c.tag(), c.address(), proofC.endpoint());
     }
 
     private static void refuse(HandshakeChannel ch, Verdict verdict, String reason) {
@@ -176,11 +318,24 @@ final class Handshake {
     // ------------------------------------------------------------------ records
 
     static byte[] hello(boolean auth, byte[] nonce, long tag, String identity, String address, byte[] workerAddress) {
+        return hello(auth, nonce, tag, identity, address, workerAddress, new byte[0]);
+    }
+
+    static byte[] hello(
+            boolean auth,
+            byte[] nonce,
+            long tag,
+            String identity,
+            String address,
+            byte[] workerAddress,
+            byte[] helloMac) {
         byte[] id = identity.getBytes(StandardCharsets.UTF_8);
         byte[] addr = address.getBytes(StandardCharsets.UTF_8);
         byte[] wa = workerAddress == null ? new byte[0] : workerAddress;
-        ByteBuffer b =
-                record(HELLO, auth ? FLAG_AUTH : 0, NONCE_BYTES + 8 + 2 + id.length + 2 + addr.length + 4 + wa.length);
+        ByteBuffer b = record(
+                HELLO,
+                auth ? FLAG_AUTH : 0,
+                NONCE_BYTES + 8 + 2 + id.length + 2 + addr.length + 4 + wa.length + 1 + helloMac.length);
         b.put(nonce)
                 .putLong(tag)
                 .putShort((short) id.length)
@@ -188,12 +343,35 @@ final class Handshake {
                 .putShort((short) addr.length)
                 .put(addr)
                 .putInt(wa.length)
-                .put(wa);
+                .put(wa)
+                .put((byte) helloMac.length)
+                .put(helloMac);
         return b.array();
     }
 
     static byte[] proof(byte[] mac) {
-        return record(PROOF, 0, 1 + mac.length).put((byte) mac.length).put(mac).array();
+        return proof(mac, Endpoint.NONE);
+    }
+
+    static byte[] proof(byte[] mac, Endpoint endpoint) {
+        byte[] e = endpoint.encode();
+        return record(PROOF, 0, 1 + mac.length + e.length)
+                .put((byte) mac.length)
+                .put(mac)
+                .put(e)
+                .array();
+    }
+
+    /** An accepting VERDICT: the listener's endpoint and its MAC (empty without a secret). */
+    static byte[] accepted(Endpoint endpoint, byte[] mac) {
+        byte[] e = endpoint.encode();
+        return record(VERDICT, 0, 1 + 2 + e.length + 1 + mac.length)
+                .put((byte) Verdict.ACCEPTED.code)
+                .putShort((short) 0)
+                .put(e)
+                .put((byte) mac.length)
+                .put(mac)
+                .array();
     }
 
     static byte[] verdict(Verdict verdict, String reason) {
@@ -254,10 +432,16 @@ final class Handshake {
             }
             byte[] wa = new byte[waLen];
             b.get(wa);
+            int macLen = b.get() & 0xff;
+            if (macLen != 0 && macLen != MAC_BYTES) {
+                throw new CommProtocolException("HELLO MAC of " + macLen + " bytes (0 or " + MAC_BYTES + ")");
+            }
+            byte[] helloMac = new byte[macLen];
+            b.get(helloMac);
             if (b.hasRemaining()) {
                 throw new CommProtocolException("HELLO has " + b.remaining() + " bytes after its end");
             }
-            return new Hello(VERSION, (flags & FLAG_AUTH) != 0, nonce, tag, id, addr, waLen == 0 ? null : wa);
+            return new Hello(VERSION, (flags & FLAG_AUTH) != 0, nonce, tag, id, addr, waLen == 0 ? null : wa, helloMac);
         } catch (BufferUnderflowException e) {
             throw new CommProtocolException("truncated HELLO (" + rec.length + " bytes)");
         }
@@ -272,36 +456,70 @@ final class Handshake {
         return parseHello(rec);
     }
 
-    private static byte[] parseProof(byte[] rec, boolean expectMac) {
+    /** A PROOF: the MAC and the endpoint after it. */
+    record Proof(byte[] mac, Endpoint endpoint) {}
+
+    /** An accepting VERDICT: the listener's endpoint and the MAC over it. */
+    record Accepted(Endpoint endpoint, byte[] mac) {}
+
+    static Proof parseProof(byte[] rec, boolean expectMac) {
         ByteBuffer b = open(rec, PROOF);
         b.get();
         try {
             int len = b.get() & 0xff;
-            if (len != (expectMac ? MAC_BYTES : 0) || b.remaining() != len) {
+            if (len != (expectMac ? MAC_BYTES : 0) || b.remaining() < len) {
                 throw new CommAuthenticationException(
                         "handshake proof of " + len + " bytes; expected " + (expectMac ? MAC_BYTES : 0));
             }
             byte[] mac = new byte[len];
             b.get(mac);
-            return mac;
+            Endpoint e = endpoint(b, "PROOF");
+            if (b.hasRemaining()) {
+                throw new CommProtocolException("PROOF has " + b.remaining() + " bytes after its end");
+            }
+            return new Proof(mac, e);
         } catch (BufferUnderflowException e) {
             throw new CommProtocolException("truncated PROOF");
         }
     }
 
-    private static void parseVerdict(byte[] rec, String peer) {
+    private static Endpoint endpoint(ByteBuffer b, String record) {
+        long tag = b.getLong();
+        int waLen = b.getInt();
+        if (waLen < 0 || waLen > b.remaining()) {
+            throw new CommProtocolException(record + " worker address claims " + Integer.toUnsignedString(waLen)
+                    + " bytes, " + b.remaining() + " left");
+        }
+        byte[] wa = new byte[waLen];
+        b.get(wa);
+        return new Endpoint(tag, wa);
+    }
+
+    /** Reads a VERDICT: the accepting one's endpoint and MAC, or the refusal as an exception. */
+    private static Accepted parseVerdict(byte[] rec, String peer) {
         ByteBuffer b = open(rec, VERDICT);
         b.get();
         try {
             Verdict verdict = Verdict.of(b.get() & 0xff);
             String reason = string(b, b.getShort() & 0xffff, 1024, "reason");
             switch (verdict) {
-                case ACCEPTED -> {}
+                case ACCEPTED -> {
+                    Endpoint e = endpoint(b, "VERDICT");
+                    int macLen = b.get() & 0xff;
+                    if (macLen > MAC_BYTES || macLen != b.remaining()) {
+                        throw new CommProtocolException("VERDICT MAC of " + macLen + " bytes, " + b.remaining()
+                                + " left (0 or " + MAC_BYTES + ")");
+                    }
+                    byte[] mac = new byte[macLen];
+                    b.get(mac);
+                    return new Accepted(e, mac);
+                }
                 case REFUSED_AUTH -> throw new CommAuthenticationException("the " + peer + " refused: " + reason);
                 case REFUSED_VERSION ->
                     throw new CommProtocolException("the " + peer + " refused the protocol version: " + reason);
                 case REFUSED_OTHER -> throw new CommException("the " + peer + " refused the connection: " + reason);
             }
+            throw new IllegalStateException("unreachable");
         } catch (BufferUnderflowException e) {
             throw new CommProtocolException("truncated VERDICT");
         }
@@ -323,13 +541,19 @@ final class Handshake {
         return n;
     }
 
-    static byte[] mac(byte[] secret, String label, byte[] first, byte[] second) {
+    /** Whether {@code mac} is the MAC of the parts under the secret and label (compared in constant time). */
+    static boolean proves(byte[] mac, byte[] secret, String label, byte[]... parts) {
+        return MessageDigest.isEqual(mac(secret, label, parts), mac);
+    }
+
+    static byte[] mac(byte[] secret, String label, byte[]... parts) {
         try {
             Mac m = Mac.getInstance("HmacSHA256");
             m.init(new SecretKeySpec(secret, "HmacSHA256"));
             m.update(label.getBytes(StandardCharsets.US_ASCII));
-            m.update(first);
-            m.update(second);
+            for (byte[] p : parts) {
+                m.update(p);
+            }
             return m.doFinal();
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("HmacSHA256 unavailable", e);

@@ -1,8 +1,11 @@
 package org.ucx4j.comm.internal;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -54,6 +57,10 @@ final class UcxComm extends AbstractComm {
 
     private CompletableFuture<Void> drained;
     private final MessageScopes scopes;
+    /** The listener's bound on bytes received ahead, shared by its comms; null for a client's comm. */
+    private final InFlightBudget listenerBudget;
+    /** The handshake's socket ({@code ucx://}), kept as long as the endpoint; null for IP-less comms. */
+    private final SocketChannel control;
 
     UcxComm(
             UcxEndpoint endpoint,
@@ -63,8 +70,12 @@ final class UcxComm extends AbstractComm {
             URI local,
             URI peer,
             String peerIdentity,
-            UcxRuntime runtime) {
+            UcxRuntime runtime,
+            InFlightBudget listenerBudget,
+            SocketChannel control) {
         super(options, local, peer, peerIdentity);
+        this.listenerBudget = listenerBudget;
+        this.control = control;
         this.scopes = runtime.scopes;
         this.endpoint = endpoint;
         this.worker = endpoint.worker();
@@ -73,6 +84,33 @@ final class UcxComm extends AbstractComm {
         this.runtime = runtime;
         this.headerBuffer = headerArena.allocate(INLINE_LIMIT, 64);
         start();
+        if (control != null) {
+            Thread.ofVirtual().name("ucx4j-ucx-control").start(this::watchControl);
+        }
+    }
+
+    /**
+     * Waits on the handshake's socket, which each side keeps open as long as its endpoint and closes
+     * with it: its end is how a side learns promptly that the peer aborted, closed for good, or died
+     * (UCX's endpoints made from worker addresses tell nothing of the kind by themselves). Nothing is
+     * sent on it after the handshake; bytes there are a protocol error that fails the comm.
+     */
+    private void watchControl() {
+        ByteBuffer b = ByteBuffer.allocate(1);
+        String why;
+        try {
+            int n = control.read(b);
+            why = n < 0 ? "the peer closed its connection" : "the peer sent bytes on the handshake socket";
+        } catch (IOException e) {
+            why = "the handshake socket failed: " + e.getMessage();
+        }
+        TcpTransport.closeQuietly(control);
+        synchronized (sendLock) {
+            if (endpointClosed) {
+                return;
+            }
+        }
+        failed(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " lost: " + why));
     }
 
     /** The endpoint's error handler: the peer died or the connection broke. */
@@ -87,7 +125,10 @@ final class UcxComm extends AbstractComm {
      * Messages this side receives ahead, in header order. Each needs its header, then its frames; the
      * next header's receive is posted only after the previous message's frame receives (tag order),
      * so several rendezvous transfers can be in flight while the reader works. Bounded by
-     * {@link #PIPELINE_DEPTH} messages and {@link #PIPELINE_BYTES} of frames.
+     * {@link #PIPELINE_DEPTH} messages and {@code max-in-flight} bytes of frames (256 MiB by default:
+     * four 64 MiB frames can be in flight; with 64 MiB the receiver had one 64 MiB message at a time, a
+     * round trip per message that GPU-to-GPU transfers, tens of microseconds each, feel), and by the
+     * listener's {@link InFlightBudget} for an accepted comm.
      */
     private final ArrayDeque<Incoming> pipeline = new ArrayDeque<>();
     /** A header receive is posted and not yet completed (at most one: they share the header buffer). */
@@ -100,16 +141,26 @@ final class UcxComm extends AbstractComm {
     private boolean headWanted;
 
     static final int PIPELINE_DEPTH = 8;
-    /**
-     * 256 MiB: four 64 MiB frames can be in flight. With 64 MiB the receiver had one 64 MiB message at a
-     * time, a round trip per message that GPU-to-GPU transfers (tens of microseconds each) feel.
-     */
-    static final long PIPELINE_BYTES = 256L * 1024 * 1024;
 
     /** One message being received: done with the message, or failed with an {@link End}. */
     private static final class Incoming {
         final CompletableFuture<Message> done = new CompletableFuture<>();
         long bytes;
+        /** Bytes reserved in the listener's budget: 0 none yet, -1 given back for good. */
+        private final java.util.concurrent.atomic.AtomicLong reserved = new java.util.concurrent.atomic.AtomicLong();
+
+        /** Records a reservation; false when the message was dropped meanwhile (give it back). */
+        boolean reserved(long n) {
+            return reserved.compareAndSet(0, n);
+        }
+
+        /** Gives the reservation back, once. */
+        void unreserve(InFlightBudget budget) {
+            long n = reserved.getAndSet(-1);
+            if (n > 0 && budget != null) {
+                budget.release(n);
+            }
+        }
     }
 
     /** How the pipeline ended: the cause and whether the peer closed. */
@@ -153,6 +204,7 @@ final class UcxComm extends AbstractComm {
             pipelineBytes -= head.bytes;
             fill();
         }
+        head.unreserve(listenerBudget);
         Message m;
         try {
             m = head.done.join();
@@ -174,7 +226,7 @@ final class UcxComm extends AbstractComm {
                 || pipelineEnded
                 || released
                 || pipeline.size() >= PIPELINE_DEPTH
-                || (pipelineBytes >= PIPELINE_BYTES && !pipeline.isEmpty())) {
+                || (pipelineBytes >= options.maxInFlight() && !pipeline.isEmpty())) {
             return;
         }
         Incoming in = new Incoming();
@@ -309,10 +361,37 @@ final class UcxComm extends AbstractComm {
     }
 
     /**
+     * Receives a message's frames once the listener's budget has room for them (inline frames, already
+     * here, and clients' comms need none). While they wait, no later header is received either: the
+     * frames' receives must be posted before the next header's, since they share the tag.
+     */
+    private void receiveFrames(Incoming in, WireFormat.Header h, WireFormat.Table t, long inlineAt) {
+        long total = t.total();
+        if (listenerBudget == null || inlineAt >= 0 || total == 0) {
+            receiveFramesNow(in, h, t, inlineAt);
+            return;
+        }
+        listenerBudget.reserve(total, () -> {
+            if (released || !in.reserved(total)) { // dropped while waiting
+                listenerBudget.release(total);
+                in.unreserve(listenerBudget);
+                return;
+            }
+            try {
+                receiveFramesNow(in, h, t, -1);
+            } catch (CommException e) {
+                stop(in, e, false);
+            } catch (RuntimeException e) {
+                stop(in, readFailure(e), false);
+            }
+        });
+    }
+
+    /**
      * Allocates the frames and fills them: from the header buffer at {@code inlineAt}, or by receives;
      * then lets the next header receive go.
      */
-    private void receiveFrames(Incoming in, WireFormat.Header h, WireFormat.Table t, long inlineAt) {
+    private void receiveFramesNow(Incoming in, WireFormat.Header h, WireFormat.Table t, long inlineAt) {
         Arena scope = scopes.forMessage(t.total(), h.frameCount());
         List<Frame> frames = new ArrayList<>(h.frameCount());
         List<MemorySegment> toReceive = new ArrayList<>();
@@ -549,6 +628,7 @@ final class UcxComm extends AbstractComm {
             headWanted = false;
         }
         for (Incoming in : dropped) {
+            in.unreserve(listenerBudget);
             in.done.thenAccept(Message::close);
         }
     }
@@ -581,8 +661,12 @@ final class UcxComm extends AbstractComm {
             endpointClosed = true;
         }
         try {
-            endpoint.closeAsync(mode).whenComplete((v, e) -> finish());
+            endpoint.closeAsync(mode).whenComplete((v, e) -> {
+                TcpTransport.closeQuietly(control);
+                finish();
+            });
         } catch (RuntimeException e) {
+            TcpTransport.closeQuietly(control);
             finish();
         }
     }
@@ -591,6 +675,7 @@ final class UcxComm extends AbstractComm {
         // The header buffer may be the target of a receive until the endpoint is closed.
         CommTimers.elsewhere(() -> {
             headerArena.close();
+            runtime.releaseTag(myTag);
             runtime.notLingering(this);
             runtime.release();
         });

@@ -27,18 +27,31 @@ import org.ucx4j.WorkerOptions;
  * in about one run in five of the leak test; with a single worker every handler has the same async
  * context. It also spends one progress thread per process instead of one per listener.
  *
- * <p>Tags: each comm receives on a tag this runtime hands out ({@link #nextTag()}): unique per worker,
- * deterministic (a counter under a fixed prefix, no hash, no salt), announced to the peer in the
- * handshake. The peer sends to it; nothing else on the worker uses the prefix. Listeners receive the
- * first HELLO of IP-less clients on accept tags ({@link #nextAcceptTag()}), a range of their own that
- * a client names by number in the {@code ucx-worker://} address.
+ * <p>Tags (docs/WIRE.md, "Tags"): UCX matches tags per worker, not per endpoint, so a tag is all
+ * that keeps a peer's messages out of another peer's comm. Each comm (and each IP-less handshake)
+ * receives on a tag drawn at random ({@link #nextTag()}): this runtime's 16-bit random prefix, then
+ * 48 random bits, redrawn while in use here; a comm's tag is told to its peer only after the
+ * handshake authenticated it. Listeners receive the first HELLO of IP-less clients on accept tags
+ * ({@link #nextAcceptTag()}), a public range of their own ({@link #ACCEPT_TAGS}) that a client
+ * names by number in the {@code ucx-worker://} address; the prefix never equals theirs.
+ *
+ * <p>Unmatched messages: a message to a tag nobody receives would stay in UCX's unexpected queue for
+ * good. {@link #drain()} runs every {@link #DRAIN_INTERVAL} and discards every unexpected message
+ * whose tag lies outside the prefix (no comm's can), and, inside it, the oldest ones while they
+ * belong to no live tag (see docs/WIRE.md for what this leaves).
  */
 final class UcxRuntime {
     private static final Logger LOG = LoggerFactory.getLogger(UcxRuntime.class);
-    /** "U4J" in the top bytes: ucx4j-comm's tags. */
-    static final long TAG_PREFIX = 0x55344A0000000000L;
-    /** Accept tags: {@code ACCEPT_TAGS | n} for listener n; comm tags stay below. */
-    static final long ACCEPT_TAGS = TAG_PREFIX | 0xFF00000000L;
+    /** "U4J" in the top bytes, then 0xFF: listener accept tags are {@code ACCEPT_TAGS | n}. */
+    static final long ACCEPT_TAGS = 0x55344AFF00000000L;
+    /** The bits of a tag that hold a runtime's random prefix. */
+    static final long PREFIX_MASK = 0xFFFF000000000000L;
+    /** How often unexpected messages to no live tag are discarded. */
+    static final java.time.Duration DRAIN_INTERVAL = java.time.Duration.ofMillis(100);
+    /** The most messages one drain round discards per probe pattern (the rest wait for the next). */
+    private static final int DRAIN_BATCH = 4096;
+
+    private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
 
     record Key(UcxConfig.UcxSettings settings, WorkerOptions workerOptions) {}
 
@@ -47,8 +60,17 @@ final class UcxRuntime {
     final UcxConfig config;
     final UcxContext context;
     final UcxWorker worker;
-    /** Hands out this worker's comm tags: unique per worker is all that matching needs. */
-    private final AtomicLong tags = new AtomicLong();
+    /** This runtime's tag prefix, in the top 16 bits; never that of {@link #ACCEPT_TAGS}. */
+    private final long prefix;
+    /** Tags some comm or handshake of this worker receives on (accept tags excluded). */
+    private final Set<Long> liveTags = ConcurrentHashMap.newKeySet();
+    /** The next drain round; guarded by itself. */
+    private final java.util.concurrent.atomic.AtomicReference<CompletableFuture<Void>> drainTimer =
+            new java.util.concurrent.atomic.AtomicReference<>();
+
+    private volatile boolean closed;
+    /** Messages {@link #drain()} discarded so far. */
+    private final AtomicLong discarded = new AtomicLong();
 
     private final AtomicLong acceptors = new AtomicLong();
     /** The arenas received messages of this runtime's comms live in. */
@@ -72,6 +94,12 @@ final class UcxRuntime {
             context.close();
             throw e;
         }
+        long p;
+        do {
+            p = RANDOM.nextLong() & PREFIX_MASK;
+        } while (p == (ACCEPT_TAGS & PREFIX_MASK));
+        this.prefix = p;
+        scheduleDrain();
     }
 
     static WorkerOptions workerOptions(UcxConfig config, String name) {
@@ -121,6 +149,11 @@ final class UcxRuntime {
 
     /** Closes the worker and the context; the owner has already forgotten this runtime. */
     void close() {
+        closed = true;
+        CompletableFuture<Void> t = drainTimer.getAndSet(null);
+        if (t != null) {
+            t.cancel(false);
+        }
         scopes.startAfresh();
         try {
             worker.close();
@@ -134,12 +167,71 @@ final class UcxRuntime {
         }
     }
 
+    /**
+     * A fresh random tag for a comm or handshake to receive on, registered as live until
+     * {@link #releaseTag(long)}: the prefix, then 48 random bits, never a live tag nor an accept tag.
+     */
     long nextTag() {
-        long n = tags.incrementAndGet();
-        if (n >= 0xFF00000000L) {
-            throw new IllegalStateException("ucx4j-comm ran out of tags (2^40 comms on one worker)");
+        while (true) {
+            long t = prefix | (RANDOM.nextLong() & ~PREFIX_MASK);
+            if (liveTags.add(t)) {
+                return t;
+            }
         }
-        return TAG_PREFIX | n;
+    }
+
+    /** A tag nobody receives on any more: its messages are drained from now on. */
+    void releaseTag(long tag) {
+        liveTags.remove(tag);
+    }
+
+    /** How many unexpected messages the drain discarded since this runtime started. */
+    long discarded() {
+        return discarded.get();
+    }
+
+    private void scheduleDrain() {
+        if (closed) {
+            return;
+        }
+        drainTimer.set(CommTimers.after(DRAIN_INTERVAL, () -> {
+            try {
+                drain();
+            } catch (RuntimeException e) {
+                if (!closed) {
+                    LOG.debug("ucx4j-comm: draining unmatched tag messages failed: {}", e.toString());
+                }
+            }
+            scheduleDrain();
+        }));
+    }
+
+    /**
+     * Discards unexpected messages that no comm will receive: every one whose tag differs from the
+     * prefix in some bit (one probe pattern per prefix bit), then, inside the prefix, the oldest while
+     * its tag is not live. A live tag's message at the head stops the second part until its comm reads
+     * it (UCX's probe shows only the oldest match); those behind it wait for the next round.
+     *
+     * @return how many messages were discarded
+     */
+    int drain() {
+        int n = 0;
+        for (int b = 48; b < 64; b++) {
+            long bit = 1L << b;
+            n += worker.tagDiscard(~prefix & bit, bit, DRAIN_BATCH);
+        }
+        for (int i = 0; i < DRAIN_BATCH; i++) {
+            java.util.Optional<org.ucx4j.TagInfo> head = worker.tagProbe(prefix, PREFIX_MASK);
+            if (head.isEmpty() || liveTags.contains(head.get().senderTag())) {
+                break;
+            }
+            n += worker.tagDiscard(head.get().senderTag(), -1L, 1);
+        }
+        discarded.addAndGet(n);
+        if (n > 0) {
+            LOG.debug("ucx4j-comm: discarded {} tag messages that no comm receives", n);
+        }
+        return n;
     }
 
     /** A new listener's accept tag: {@link #ACCEPT_TAGS} | n, n counting listeners from 0. */

@@ -1,24 +1,29 @@
 package org.ucx4j.comm.internal;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
 import java.net.URI;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.ucx4j.CloseMode;
-import org.ucx4j.ConnectionRequest;
 import org.ucx4j.EndpointErrorHandler;
 import org.ucx4j.TagInfo;
 import org.ucx4j.UcxEndpoint;
 import org.ucx4j.UcxException;
-import org.ucx4j.UcxListener;
 import org.ucx4j.UcxWorker;
 import org.ucx4j.WorkerAddress;
 import org.ucx4j.comm.Comm;
@@ -26,9 +31,11 @@ import org.ucx4j.comm.CommException;
 import org.ucx4j.comm.CommHandler;
 import org.ucx4j.comm.CommListener;
 import org.ucx4j.comm.CommOptions;
+import org.ucx4j.comm.CommProtocolException;
 
 /**
- * {@code ucx://host:port} (alias {@code ucxx://}) over UCX's socket-address connection set-up, and
+ * {@code ucx://host:port} (alias {@code ucxx://}): the handshake on a plain TCP socket, then UCX
+ * endpoints made from the worker addresses the authenticated sides give each other; and
  * {@code ucx-worker://<worker address>/<listener>} without any socket: every {@code ucx://} listener
  * publishes its worker's address and its own number (its accept tag) too. Public for {@link java.util.ServiceLoader}; use
  * {@link org.ucx4j.comm.Comms}.
@@ -121,32 +128,22 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         IplessAddress wa = workerAddress;
         Thread.ofVirtual().name("ucx4j-ucx-connect").start(() -> {
             AtomicReference<UcxEndpoint> ep = new AtomicReference<>();
+            AtomicReference<SocketChannel> socket = new AtomicReference<>();
             AtomicReference<UcxComm> comm = new AtomicReference<>();
+            long myTag = rt.nextTag();
             try {
                 UcxComm c = Watchdog.within(
-                        options.connectTimeout(), "connecting to " + address, () -> forceClose(ep.get()), () -> {
+                        options.connectTimeout(),
+                        "connecting to " + address,
+                        () -> {
+                            TcpTransport.closeQuietly(socket.get());
+                            forceClose(ep.get());
+                        },
+                        () -> {
                             EndpointErrorHandler onError = (e, err) -> onError(comm, err);
-                            long myTag = rt.nextTag();
-                            if (t != null) {
-                                UcxEndpoint e = rt.worker.await(rt.worker.connectAsync(t, onError));
-                                ep.set(e);
-                                URI peer = Addresses.uri(address.getScheme().toLowerCase(java.util.Locale.ROOT), t);
-                                Handshake.Result r = Handshake.client(
-                                        new UcxStreamChannel(e), options, myTag, peer.toString(), null);
-                                URI local = parseOr(r.addressSeenByPeer(), peer);
-                                return new UcxComm(e, myTag, r.peerTag(), options, local, peer, r.peerIdentity(), rt);
-                            }
-                            UcxEndpoint e = rt.worker.await(rt.worker.connectAsync(wa.worker(), onError));
-                            ep.set(e);
-                            UcxTagChannel ch = new UcxTagChannel(e, myTag, wa.acceptTag());
-                            URI local = workerUri(rt.worker.address(), 0);
-                            Handshake.Result r = Handshake.client(
-                                    ch,
-                                    options,
-                                    myTag,
-                                    address.toString(),
-                                    rt.worker.address().bytes());
-                            return new UcxComm(e, myTag, r.peerTag(), options, local, address, r.peerIdentity(), rt);
+                            return t != null
+                                    ? connectThroughSocket(rt, address, t, options, myTag, onError, socket, ep)
+                                    : connectIpless(rt, address, wa, options, myTag, onError, ep);
                         });
                 comm.set(c);
                 if (!f.complete(c)) {
@@ -154,11 +151,104 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                 }
             } catch (Throwable e) {
                 forceClose(ep.get());
+                TcpTransport.closeQuietly(socket.get());
+                rt.releaseTag(myTag);
                 rt.release();
                 f.completeExceptionally(mapConnectError(e, address));
             }
         });
         return f;
+    }
+
+    /**
+     * {@code ucx://}: the handshake on a plain TCP socket; once both sides proved the secret, each
+     * gives the other its comm's tag and its worker address, and the UCX endpoint is made from the
+     * listener's worker address. The socket stays open as long as the comm's endpoint (see
+     * {@link UcxComm}: its end is how each side learns of the other's).
+     */
+    private static UcxComm connectThroughSocket(
+            UcxRuntime rt,
+            URI address,
+            InetSocketAddress target,
+            CommOptions options,
+            long myTag,
+            EndpointErrorHandler onError,
+            AtomicReference<SocketChannel> socket,
+            AtomicReference<UcxEndpoint> ep)
+            throws Exception {
+        SocketChannel ch = SocketChannel.open();
+        socket.set(ch);
+        try {
+            ch.connect(target);
+        } catch (IOException e) {
+            throw new CommException("cannot connect to " + address + ": " + describeConnect(e), e);
+        }
+        URI peer = Addresses.uri(address.getScheme().toLowerCase(java.util.Locale.ROOT), target);
+        Handshake.Result r = Handshake.client(
+                new StreamHandshakeChannel(ch),
+                options,
+                0,
+                peer.toString(),
+                null,
+                new Handshake.Endpoint(myTag, rt.worker.address().bytes()));
+        WorkerAddress listenerWorker = peerWorker(r.peerEndpoint(), "listener");
+        UcxEndpoint e = rt.worker.await(rt.worker.connectAsync(listenerWorker, onError));
+        ep.set(e);
+        URI local = parseOr(r.addressSeenByPeer(), peer);
+        return new UcxComm(e, myTag, r.peerTag(), options, local, peer, r.peerIdentity(), rt, null, ch);
+    }
+
+    /**
+     * {@code ucx-worker://}: the handshake as tag messages, the client's HELLO to the listener's accept
+     * tag; the handshake's tags are not the comm's, which each side gives only after the proofs.
+     */
+    private static UcxComm connectIpless(
+            UcxRuntime rt,
+            URI address,
+            IplessAddress wa,
+            CommOptions options,
+            long myTag,
+            EndpointErrorHandler onError,
+            AtomicReference<UcxEndpoint> ep)
+            throws Exception {
+        UcxEndpoint e = rt.worker.await(rt.worker.connectAsync(wa.worker(), onError));
+        ep.set(e);
+        long helloTag = rt.nextTag();
+        try {
+            UcxTagChannel ch = new UcxTagChannel(e, helloTag, wa.acceptTag());
+            Handshake.Result r = Handshake.client(
+                    ch,
+                    options,
+                    helloTag,
+                    address.toString(),
+                    rt.worker.address().bytes(),
+                    new Handshake.Endpoint(myTag, new byte[0]));
+            requireTag(r.peerEndpoint(), "listener");
+            URI local = workerUri(rt.worker.address(), 0);
+            return new UcxComm(e, myTag, r.peerTag(), options, local, address, r.peerIdentity(), rt, null, null);
+        } finally {
+            rt.releaseTag(helloTag);
+        }
+    }
+
+    /** The peer's comm tag must be there: a peer that gives none does not speak this transport. */
+    private static void requireTag(Handshake.Endpoint e, String peer) {
+        if (e.tag() == 0) {
+            throw new CommProtocolException("the " + peer + " gave no comm tag in the handshake");
+        }
+    }
+
+    /** An authenticated peer's worker address (UCX aborts on a malformed one: only trusted peers get here). */
+    private static WorkerAddress peerWorker(Handshake.Endpoint e, String peer) {
+        requireTag(e, peer);
+        if (e.workerAddress().length == 0) {
+            throw new CommProtocolException("the " + peer + " gave no UCX worker address in the handshake");
+        }
+        return WorkerAddress.of(e.workerAddress());
+    }
+
+    private static String describeConnect(IOException e) {
+        return e instanceof java.net.ConnectException ? "connection refused (nothing listens there?)" : e.toString();
     }
 
     private static Throwable mapConnectError(Throwable e, URI address) {
@@ -244,10 +334,34 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                     "listen on a ucx:// address; its listener publishes a ucx-worker:// one");
         }
         InetSocketAddress bind = Addresses.socketAddress(address);
-        UcxRuntime rt = runtimes.acquire(options.config());
+        ServerSocketChannel server;
         try {
-            return new Listener(rt, address.getScheme().toLowerCase(java.util.Locale.ROOT), bind, handler, options);
+            server = ServerSocketChannel.open();
+            server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            server.bind(bind, 1024);
+        } catch (IOException e) {
+            throw new CommException("cannot listen on " + address + ": " + e.getMessage(), e);
+        }
+        UcxRuntime rt;
+        try {
+            rt = runtimes.acquire(options.config());
         } catch (RuntimeException e) {
+            TcpTransport.closeQuietly(server);
+            throw e;
+        }
+        try {
+            Listener l =
+                    new Listener(rt, address.getScheme().toLowerCase(java.util.Locale.ROOT), server, handler, options);
+            if (options.secret().isEmpty() && !bind.getAddress().isLoopbackAddress()) {
+                LOG.warn(
+                        "{}: no shared secret (auth.secret): every client that can reach this port is trusted,"
+                                + " with the UCX worker address it gives too; see docs/WIRE.md (threat model)",
+                        l.address());
+            }
+            Thread.ofVirtual().name("ucx4j-ucx-accept-" + l.address().getPort()).start(l::acceptLoop);
+            return l;
+        } catch (RuntimeException e) {
+            TcpTransport.closeQuietly(server);
             rt.release();
             if (e instanceof UcxException ue) {
                 throw new CommException("cannot listen on " + address + ": " + ue.getMessage(), ue);
@@ -257,78 +371,136 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
     }
 
     /**
-     * A UCX listener on the runtime's worker, which also accepts IP-less clients on an accept tag of
-     * its own. It holds the runtime until it is closed and its accept receive is gone; each accepted
-     * comm holds it too.
+     * A {@code ucx://} listener: a plain TCP socket of the JVM's, on which each client's handshake runs
+     * (bounded in time by {@code connect-timeout} and in number by {@code max-pending-handshakes});
+     * only an authenticated client's UCX worker address reaches UCX, which then connects to it. UCX's
+     * own listener (its socket connection manager) is not used: it was not written for strangers
+     * (docs/WIRE.md, threat model). It also accepts IP-less clients on an accept tag of its own.
+     * It holds the runtime until it is closed and its accept receive is gone; each accepted comm holds
+     * it too.
      */
-    private static final class Listener implements CommListener {
+    static final class Listener implements CommListener {
         private final UcxRuntime rt;
         private final String scheme;
         private final CommHandler handler;
         private final CommOptions options;
         private final UcxWorker worker;
-        private final UcxListener listener;
+        private final ServerSocketChannel server;
         private final long acceptTag;
         private final URI uri;
         private final URI workerUri;
         private final AtomicBoolean closed = new AtomicBoolean();
+        /** Connections and accept-tag messages refused so far, and the last reason (for tests and logs). */
+        private final AtomicLong refusals = new AtomicLong();
+
+        private volatile String lastRefusal = "";
+        /** Handshakes under way, socket and IP-less together. */
+        private final Semaphore pending;
+        /** Bytes this listener's comms receive ahead of their readers ({@code max-in-flight-per-listener}). */
+        private final InFlightBudget inFlight;
+
         private final Arena acceptArena = Arena.ofShared();
         private final MemorySegment acceptBuffer = acceptArena.allocate(HandshakeChannel.MAX_RECORD);
         private final AtomicReference<CompletableFuture<TagInfo>> acceptRecv = new AtomicReference<>();
 
-        Listener(UcxRuntime rt, String scheme, InetSocketAddress bind, CommHandler handler, CommOptions options) {
+        Listener(UcxRuntime rt, String scheme, ServerSocketChannel server, CommHandler handler, CommOptions options) {
             this.rt = rt;
             this.acceptTag = rt.nextAcceptTag();
             this.scheme = scheme;
             this.handler = handler;
             this.options = options;
             this.worker = rt.worker;
+            this.server = server;
+            this.pending = new Semaphore(options.maxPendingHandshakes());
+            this.inFlight = new InFlightBudget(options.maxInFlightPerListener());
             try {
-                this.listener = worker.listen(bind, this::onRequest);
-            } catch (RuntimeException e) {
+                this.uri = Addresses.uri(scheme, (InetSocketAddress) server.getLocalAddress());
+            } catch (IOException e) {
                 acceptArena.close();
-                throw e;
+                throw new CommException("cannot listen: " + e.getMessage(), e);
             }
-            this.uri = Addresses.uri(scheme, listener.address());
             this.workerUri = workerUri(worker.address(), acceptTag);
             postAccept();
         }
 
-        private void onRequest(ConnectionRequest request) {
-            if (closed.get()) {
-                request.reject();
-                return;
-            }
-            AtomicReference<UcxComm> comm = new AtomicReference<>();
-            CompletableFuture<Void> peerGone = new CompletableFuture<>();
-            UcxEndpoint ep = request.accept(acceptedErrorHandler(comm, peerGone));
-            InetSocketAddress client = request.clientAddress();
-            Thread.ofVirtual().name("ucx4j-ucx-accepted").start(() -> {
-                long myTag = rt.nextTag();
-                URI peer = client != null ? Addresses.uri(scheme, client) : URI.create(scheme + "://unknown:0");
-                UcxComm c;
+        void acceptLoop() {
+            while (!closed.get()) {
+                SocketChannel c;
                 try {
-                    c = Watchdog.within(
-                            options.connectTimeout(), "handshake with " + peer, () -> forceClose(ep), () -> {
-                                Handshake.Result r = Handshake.listener(
-                                        new UcxStreamChannel(ep), options, myTag, peer.toString(), null);
-                                return accepted(ep, myTag, r, parseOr(r.addressSeenByPeer(), uri), peer);
-                            });
-                } catch (RuntimeException e) {
-                    LOG.warn("{}: refused a connection from {}: {}", uri, peer, e.getMessage());
-                    closeAfterRefusal(ep, peerGone);
+                    c = server.accept();
+                } catch (ClosedChannelException e) {
                     return;
+                } catch (IOException e) {
+                    if (closed.get()) {
+                        return;
+                    }
+                    LOG.warn("{}: accept failed: {}", uri, e.toString());
+                    continue;
                 }
-                comm.set(c);
-                Listeners.runHandler(handler, c, uri);
-            });
+                if (!pending.tryAcquire()) {
+                    refused(options.maxPendingHandshakes() + " handshakes under way (max-pending-handshakes)");
+                    LOG.warn("{}: refused a connection: {}", uri, lastRefusal);
+                    TcpTransport.closeQuietly(c);
+                    continue;
+                }
+                Thread.ofVirtual().name("ucx4j-ucx-accepted").start(() -> serve(c));
+            }
+        }
+
+        /**
+         * Runs one socket client's handshake; the socket goes to the comm, or is closed on failure.
+         * Holds a {@link #pending} permit until the handshake's end.
+         */
+        private void serve(SocketChannel c) {
+            AtomicReference<UcxComm> comm = new AtomicReference<>();
+            AtomicReference<UcxEndpoint> ep = new AtomicReference<>();
+            long myTag = rt.nextTag();
+            URI peer = URI.create(scheme + "://unknown:0");
+            UcxComm made;
+            try {
+                peer = Addresses.uri(scheme, (InetSocketAddress) c.getRemoteAddress());
+                URI p = peer;
+                made = Watchdog.within(
+                        options.connectTimeout(),
+                        "handshake with " + peer,
+                        () -> {
+                            TcpTransport.closeQuietly(c);
+                            forceClose(ep.get());
+                        },
+                        () -> {
+                            Handshake.Result r = Handshake.listener(
+                                    new StreamHandshakeChannel(c),
+                                    options,
+                                    0,
+                                    p.toString(),
+                                    null,
+                                    new Handshake.Endpoint(
+                                            myTag, worker.address().bytes()),
+                                    client -> ep.set(worker.await(worker.connectAsync(
+                                            peerWorker(client, "client"), (e, err) -> onError(comm, err)))));
+                            return accepted(ep.get(), myTag, r, parseOr(r.addressSeenByPeer(), uri), p, c);
+                        });
+            } catch (Exception e) {
+                refused(e.getMessage());
+                LOG.warn("{}: refused a connection from {}: {}", uri, peer, e.getMessage());
+                TcpTransport.closeQuietly(c);
+                forceClose(ep.get());
+                rt.releaseTag(myTag);
+                return;
+            } finally {
+                pending.release();
+            }
+            comm.set(made);
+            Listeners.runHandler(handler, made, uri);
         }
 
         /** The comm of an accepted connection; it holds the runtime until it is released. */
-        private UcxComm accepted(UcxEndpoint ep, long myTag, Handshake.Result r, URI local, URI peer) {
+        private UcxComm accepted(
+                UcxEndpoint ep, long myTag, Handshake.Result r, URI local, URI peer, SocketChannel control) {
             rt.retain();
             try {
-                return new UcxComm(ep, myTag, r.peerTag(), options, local, peer, r.peerIdentity(), rt);
+                return new UcxComm(
+                        ep, myTag, r.peerTag(), options, local, peer, r.peerIdentity(), rt, inFlight, control);
             } catch (RuntimeException e) {
                 rt.release();
                 throw e;
@@ -341,23 +513,46 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                 acceptGone();
                 return;
             }
-            CompletableFuture<TagInfo> f = worker.tagRecvAsync(acceptBuffer, acceptTag, -1L);
+            CompletableFuture<TagInfo> f;
+            try {
+                f = worker.tagRecvAsync(acceptBuffer, acceptTag, -1L);
+            } catch (RuntimeException e) { // the worker is closing
+                LOG.warn("{}: cannot receive IP-less clients any more: {}", workerUri, e.toString());
+                acceptGone();
+                return;
+            }
             acceptRecv.set(f);
             if (closed.get()) {
                 // close() may have looked before the set: cancel ourselves (twice is harmless).
                 f.cancel(false);
             }
             f.whenComplete((info, err) -> {
-                if (err != null || closed.get()) {
-                    if (!closed.get()) {
-                        LOG.warn("{}: accept receive failed: {}", uri, err.toString());
-                    }
+                if (closed.get()) {
                     acceptGone();
+                    return;
+                }
+                if (err != null) {
+                    // A message too long for the buffer (UCX: truncated) or not a HELLO at all comes from
+                    // someone who is not an honest client: that message is gone, the next is awaited.
+                    refused("a message to the accept tag: " + Failures.describe(err));
+                    LOG.warn("{}: dropped {}", workerUri, lastRefusal);
+                    postAccept();
                     return;
                 }
                 byte[] hello = acceptBuffer.asSlice(0, info.length()).toArray(ValueLayout.JAVA_BYTE);
                 postAccept();
-                Thread.ofVirtual().name("ucx4j-ucx-worker-accepted").start(() -> acceptIpless(hello));
+                if (!pending.tryAcquire()) {
+                    refused(options.maxPendingHandshakes() + " handshakes under way (max-pending-handshakes)");
+                    LOG.warn("{}: refused an IP-less client: {}", workerUri, lastRefusal);
+                    return;
+                }
+                Thread.ofVirtual().name("ucx4j-ucx-worker-accepted").start(() -> {
+                    try {
+                        acceptIpless(hello);
+                    } finally {
+                        pending.release();
+                    }
+                });
             });
         }
 
@@ -371,35 +566,78 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             }
         }
 
+        /**
+         * One IP-less client's handshake. Its HELLO names its worker address, which the listener must
+         * connect to before it can answer: with a secret, the HELLO's MAC over that address is checked
+         * first, so that only a holder of the secret gets an address to UCX.
+         */
         private void acceptIpless(byte[] hello) {
             AtomicReference<UcxEndpoint> ep = new AtomicReference<>();
             AtomicReference<UcxComm> comm = new AtomicReference<>();
             CompletableFuture<Void> peerGone = new CompletableFuture<>();
+            long helloTag = rt.nextTag();
+            long myTag = rt.nextTag();
             UcxComm c;
             try {
                 Handshake.Hello h = Handshake.parseHello(hello);
                 if (h.workerAddress() == null) {
                     throw new CommException("an IP-less client sent no worker address");
                 }
+                Handshake.checkIplessHello(h, options);
                 WorkerAddress clientAddress = WorkerAddress.of(h.workerAddress());
                 URI peer = workerUri(clientAddress, 0);
-                long myTag = rt.nextTag();
                 c = Watchdog.within(
                         options.connectTimeout(), "handshake with " + peer, () -> forceClose(ep.get()), () -> {
                             UcxEndpoint e = worker.await(
                                     worker.connectAsync(clientAddress, acceptedErrorHandler(comm, peerGone)));
                             ep.set(e);
-                            UcxTagChannel ch = new UcxTagChannel(e, myTag, h.tag());
-                            Handshake.Result r = Handshake.listener(ch, options, myTag, peer.toString(), hello);
-                            return accepted(e, myTag, r, workerUri, peer);
+                            UcxTagChannel ch = new UcxTagChannel(e, helloTag, h.tag());
+                            Handshake.Result r = Handshake.listener(
+                                    ch,
+                                    options,
+                                    helloTag,
+                                    peer.toString(),
+                                    hello,
+                                    new Handshake.Endpoint(myTag, new byte[0]),
+                                    client -> requireTag(client, "client"));
+                            return accepted(e, myTag, r, workerUri, peer, null);
                         });
             } catch (RuntimeException e) {
+                refused(e.getMessage());
                 LOG.warn("{}: refused an IP-less connection: {}", workerUri, e.getMessage());
+                rt.releaseTag(myTag);
                 closeAfterRefusal(ep.get(), peerGone);
                 return;
+            } finally {
+                rt.releaseTag(helloTag);
             }
             comm.set(c);
             Listeners.runHandler(handler, c, workerUri);
+        }
+
+        private void refused(String why) {
+            lastRefusal = String.valueOf(why);
+            refusals.incrementAndGet();
+        }
+
+        /** How many connections and accept-tag messages this listener refused. */
+        long refusals() {
+            return refusals.get();
+        }
+
+        /** Why it refused the last one. */
+        String lastRefusal() {
+            return lastRefusal;
+        }
+
+        /** The bytes this listener's comms hold for messages received ahead of their readers. */
+        InFlightBudget inFlight() {
+            return inFlight;
+        }
+
+        /** The runtime whose worker this listener's comms use. */
+        UcxRuntime runtime() {
+            return rt;
         }
 
         @Override
@@ -417,11 +655,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             if (!closed.compareAndSet(false, true)) {
                 return;
             }
-            try {
-                listener.close();
-            } catch (RuntimeException e) {
-                LOG.debug("closing {}", uri, e);
-            }
+            TcpTransport.closeQuietly(server);
             // Accepted comms stay open and hold the runtime themselves. The accept receive is canceled;
             // its completion frees the buffer and releases the listener's hold on the runtime.
             CompletableFuture<TagInfo> f = acceptRecv.get();

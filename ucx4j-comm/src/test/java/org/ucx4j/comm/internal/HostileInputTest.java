@@ -151,16 +151,7 @@ abstract class HostileInputTest {
      * the listener has read and judged them, and the raw connection may close.
      */
     static Handshake.Verdict awaitRefusal(Raw r) throws Exception {
-        byte[] record = CompletableFuture.supplyAsync(
-                        () -> {
-                            try {
-                                return r.receiveRecord();
-                            } catch (Exception e) {
-                                throw new CompletionException(e);
-                            }
-                        },
-                        Thread::startVirtualThread)
-                .get(30, TimeUnit.SECONDS);
+        byte[] record = within(Duration.ofSeconds(30), r::receiveRecord);
         assertTrue(
                 record.length > 8 && record[6] == Handshake.VERDICT,
                 "expected a VERDICT record, got " + record.length + " bytes of type "
@@ -168,6 +159,20 @@ abstract class HostileInputTest {
         Handshake.Verdict verdict = Handshake.Verdict.of(record[8]);
         assertNotEquals(Handshake.Verdict.ACCEPTED, verdict, "the listener accepted hostile handshake bytes");
         return verdict;
+    }
+
+    /** Runs blocking work on a virtual thread and waits for it at most {@code limit}. */
+    static <T> T within(Duration limit, java.util.concurrent.Callable<T> work) throws Exception {
+        return CompletableFuture.supplyAsync(
+                        () -> {
+                            try {
+                                return work.call();
+                            } catch (Exception e) {
+                                throw new CompletionException(e);
+                            }
+                        },
+                        Thread::startVirtualThread)
+                .get(limit.toNanos(), TimeUnit.NANOSECONDS);
     }
 
     /** A handshake record with its 4-byte little-endian length in front, as the channels send it. */

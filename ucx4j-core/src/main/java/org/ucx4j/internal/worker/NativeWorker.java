@@ -38,6 +38,9 @@ public final class NativeWorker {
     /** Connect and close timeouts. */
     public final TimerQueue timers = new TimerQueue();
 
+    /** Size of {@link #discardBuffer}: a longer message is received truncated, which drops it. */
+    public static final long DISCARD_BUFFER_BYTES = 64;
+
     private final UpcallDispatcher upcalls;
     /** Scratch {@code ucp_tag_recv_info_t}. Lock holder only. */
     public final MemorySegment tagInfo;
@@ -45,6 +48,13 @@ public final class NativeWorker {
     public final MemorySegment lengthOut;
     /** Scratch {@code sockaddr_storage}. Lock holder only. */
     public final MemorySegment sockaddr;
+    /**
+     * Where discarded tag messages go ({@code UcxWorker.tagDiscard}): written by UCX, never read; lives
+     * until the worker is destroyed, so a discard still in flight never writes into freed memory.
+     */
+    public final MemorySegment discardBuffer;
+    /** Zeroed {@code ucp_request_param_t} (no callback: the request is freed at once). Never written. */
+    public final MemorySegment noCallbackParam;
 
     /**
      * Creates the UCX worker (serialized thread mode), registers its upcalls and starts its progress
@@ -60,6 +70,8 @@ public final class NativeWorker {
         this.tagInfo = arena.allocate(Structs.UCP_TAG_RECV_INFO);
         this.lengthOut = arena.allocate(JAVA_LONG);
         this.sockaddr = arena.allocate(Structs.SOCKADDR_STORAGE_SIZE, 8);
+        this.discardBuffer = arena.allocate(DISCARD_BUFFER_BYTES, 8);
+        this.noCallbackParam = arena.allocate(Structs.UCP_REQUEST_PARAM);
         MemorySegment pointerOut = arena.allocate(ADDRESS);
         MemorySegment params = arena.allocate(Structs.UCP_WORKER_PARAMS);
         // UCP_WORKER_PARAM_FIELD_THREAD_MODE: SERIALIZED, since whichever thread holds the lock calls UCX.
