@@ -195,8 +195,14 @@ final class Handshake {
      */
     static void checkIplessHello(Hello h, CommOptions options) {
         Optional<byte[]> secret = options.secret();
-        if (secret.isEmpty() || !h.auth()) {
-            return; // the handshake itself refuses a disagreement about having a secret
+        if (secret.isEmpty()) {
+            return;
+        }
+        // A HELLO saying "no secret" must not skip the check: the handshake would refuse the disagreement,
+        // but only after the listener connected to the worker address, which UCX parses (and aborts on).
+        if (!h.auth() || h.helloMac() == null) {
+            throw new CommAuthenticationException(
+                    "an IP-less client without the shared secret: this listener requires auth.secret");
         }
         if (!proves(
                 h.helloMac(),

@@ -266,6 +266,29 @@ class UcxListenerExposureTest {
         stillServes(l.address(), o);
     }
 
+    @Test
+    void withASecretAnIplessHelloClaimingNoSecretNeverReachesUcx() throws Exception {
+        CommOptions o = options(UcxConfig.builder().set(CommKeys.AUTH_SECRET, "exposure-test-secret"), DEADLINE);
+        UcxTransport.Listener l = listen(o);
+        URI ipless = l.addresses().get(1);
+        UcxTransport.IplessAddress a = UcxTransport.parseIpless(ipless);
+        // "I have no secret" must not skip the MAC check: the disagreement would be refused by the
+        // handshake, but only after the listener had given this address to UCX (which aborts on it).
+        byte[] notAnAddress = new byte[200];
+        Arrays.fill(notAnAddress, (byte) 0x5a);
+        byte[] hello = Handshake.hello(false, new byte[Handshake.NONCE_BYTES], 77, "mallory", "x", notAnAddress);
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker w = ctx.newWorker()) {
+            UcxEndpoint ep = w.connect(a.worker());
+            ep.tagSend(hello, a.acceptTag());
+            await("the HELLO without a secret refused").atMost(DEADLINE).until(() -> l.refusals() == 1);
+            assertTrue(l.lastRefusal().contains("without the shared secret"), l.lastRefusal());
+            ep.closeAsync(CloseMode.FORCE);
+        }
+        stillServes(ipless, o);
+        stillServes(l.address(), o);
+    }
+
     // ------------------------------------------------------------------ tags it was never given
 
     /** A whole ucx4j-comm message of one inline frame, as a comm would accept it on its tag. */
