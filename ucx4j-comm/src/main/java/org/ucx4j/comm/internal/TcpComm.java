@@ -306,10 +306,13 @@ final class TcpComm extends AbstractComm {
                 }
                 w.done.complete(null);
             } catch (IOException | RuntimeException e) {
-                CommClosedException lost = new CommClosedException(
-                        "comm " + localAddress() + " <-> " + peerAddress() + " lost while writing: "
-                                + Failures.describe(e),
-                        e);
+                // Closed meanwhile (the peer's close marker, or ours): say why, not how the socket ended.
+                CommClosedException lost = isClosed()
+                        ? closedError("write to")
+                        : new CommClosedException(
+                                "comm " + localAddress() + " <-> " + peerAddress() + " lost while writing: "
+                                        + Failures.describe(e),
+                                e);
                 w.done.completeExceptionally(lost);
                 List<PendingWrite> rest;
                 synchronized (writeLock) {

@@ -453,6 +453,12 @@ final class UcxComm extends AbstractComm {
         return done.handle((v, err) -> {
             sent();
             if (err != null) {
+                if (isClosed()) {
+                    // Canceled by the close (the peer's, or ours): say why the comm closed.
+                    CommClosedException e = closedError("write to");
+                    failed(e);
+                    throw e;
+                }
                 CommClosedException e = new CommClosedException(
                         "comm " + localAddress() + " <-> " + peerAddress() + " lost while writing: "
                                 + Failures.describe(err),
@@ -523,6 +529,7 @@ final class UcxComm extends AbstractComm {
     @Override
     protected void release(boolean graceful) {
         dropPipeline();
+        CloseMode mode;
         synchronized (sendLock) {
             if (released) {
                 return;
@@ -535,8 +542,12 @@ final class UcxComm extends AbstractComm {
                     return;
                 }
             }
+            // The peer's close marker came while messages of ours were still in flight: the peer reads
+            // nothing after its close, so they can never complete (UCX would wait for receives that
+            // never come); a forced close fails them now instead of after the close timeout.
+            mode = graceful && sending == 0 ? CloseMode.FLUSH : CloseMode.FORCE;
         }
-        closeEndpoint(graceful ? CloseMode.FLUSH : CloseMode.FORCE);
+        closeEndpoint(mode);
     }
 
     /** Frees messages received ahead that no reader will get; ones still arriving are freed when they do. */
