@@ -34,6 +34,19 @@ public final class CommKeys {
             1,
             Long.MAX_VALUE,
             "most bytes one message may carry, all frames together; a peer claiming more is refused");
+    /**
+     * The most memory that received messages not yet closed may hold in one comm context (at least 1 MiB;
+     * default 1 GiB). Above it the context's comms stop receiving (the peers' data waits with them),
+     * unreachable messages are given a chance to be reclaimed, and a read still waiting after the
+     * comm's connect timeout fails with a {@link CommException} that names the leak. See {@link
+     * Message} for the ownership rule.
+     */
+    public static final ConfigKey<Long> MAX_UNCLOSED_BYTES = ConfigKey.size(
+            "comm.max-unclosed-bytes",
+            1L << 30,
+            1L << 20,
+            Long.MAX_VALUE,
+            "most memory that received messages not yet closed may hold in one comm context");
     /** The shared secret for the handshake; never printed (shown as {@code (set)}). */
     public static final ConfigKey<String> AUTH_SECRET =
             ConfigKey.secret("auth.secret", "shared secret for the handshake");
@@ -42,8 +55,14 @@ public final class CommKeys {
             ConfigKey.text("auth.secret-file", "file holding the shared secret");
 
     /** ucx4j-comm's keys, in documentation order. */
-    public static final List<ConfigKey<?>> ALL =
-            List.of(MULTI_BUFFER, MAX_FRAMES, MAX_FRAME_SIZE, MAX_MESSAGE_SIZE, AUTH_SECRET, AUTH_SECRET_FILE);
+    public static final List<ConfigKey<?>> ALL = List.of(
+            MULTI_BUFFER,
+            MAX_FRAMES,
+            MAX_FRAME_SIZE,
+            MAX_MESSAGE_SIZE,
+            MAX_UNCLOSED_BYTES,
+            AUTH_SECRET,
+            AUTH_SECRET_FILE);
 
     private CommKeys() {}
 }

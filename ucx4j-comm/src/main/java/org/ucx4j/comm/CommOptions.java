@@ -31,6 +31,7 @@ public final class CommOptions {
     private final int maxFrames;
     private final long maxFrameSize;
     private final long maxMessageSize;
+    private final long maxUnclosedBytes;
 
     private CommOptions(Builder b) {
         this.config = b.config != null ? b.config : UcxConfig.load();
@@ -43,6 +44,7 @@ public final class CommOptions {
         this.maxFrames = config.get(CommKeys.MAX_FRAMES);
         this.maxFrameSize = config.get(CommKeys.MAX_FRAME_SIZE);
         this.maxMessageSize = config.get(CommKeys.MAX_MESSAGE_SIZE);
+        this.maxUnclosedBytes = config.get(CommKeys.MAX_UNCLOSED_BYTES);
         if (identity.getBytes(StandardCharsets.UTF_8).length > 1024) {
             throw new IllegalArgumentException("identity is longer than 1024 bytes in UTF-8");
         }
@@ -147,6 +149,16 @@ public final class CommOptions {
      */
     public long maxMessageSize() {
         return maxMessageSize;
+    }
+
+    /**
+     * The most memory received messages not yet closed may hold in the comm's context before its comms
+     * stop receiving: see {@link CommKeys#MAX_UNCLOSED_BYTES}.
+     *
+     * @return the config's {@code comm.max-unclosed-bytes}
+     */
+    public long maxUnclosedBytes() {
+        return maxUnclosedBytes;
     }
 
     /**

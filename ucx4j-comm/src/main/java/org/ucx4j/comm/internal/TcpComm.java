@@ -67,6 +67,11 @@ final class TcpComm extends AbstractComm {
     // ------------------------------------------------------------------ reading
 
     @Override
+    protected MessageScopes scopes() {
+        return scopes;
+    }
+
+    @Override
     protected void receiveOne() {
         wanted.release();
     }

@@ -132,13 +132,23 @@ final class UcxComm extends AbstractComm {
         synchronized (pipeline) {
             fill();
             head = pipeline.peekFirst();
-            headWanted = head != null;
+            // With no head yet and the pipeline not ended, receiving is held back (comm.max-unclosed-bytes):
+            // fill() delivers the next message it starts.
+            headWanted = head != null || !pipelineEnded;
         }
         if (head == null) {
-            // The pipeline ended and its last message was delivered: the end is already reported.
+            // The pipeline ended and its last message was delivered (the end is already reported), or
+            // receiving waits for memory.
             return;
         }
         head.done.whenComplete((m, err) -> deliverHead());
+    }
+
+    /** Memory came back: receives ahead again. */
+    private void refill() {
+        synchronized (pipeline) {
+            fill();
+        }
     }
 
     /** The head message completed: hands it to the reader side, then refills. */
@@ -177,8 +187,21 @@ final class UcxComm extends AbstractComm {
                 || (pipelineBytes >= PIPELINE_BYTES && !pipeline.isEmpty())) {
             return;
         }
+        // Receiving stops while received messages hold more than comm.max-unclosed-bytes (the gate is
+        // here, not in AbstractComm, so that messages already received ahead still reach the reader).
+        if (!scopes.admit(options.maxUnclosedBytes(), this::refill)) {
+            if (headWanted && pipeline.isEmpty()) {
+                watchForLeak(scopes);
+            }
+            return;
+        }
         Incoming in = new Incoming();
+        boolean deliverWhenDone = headWanted && pipeline.isEmpty();
         pipeline.addLast(in);
+        if (deliverWhenDone) {
+            // The reader asked while receiving was held back: this is the message it waits for.
+            in.done.whenComplete((m, err) -> deliverHead());
+        }
         headerPosted = true;
         endpoint.worker()
                 .tagRecvAsync(headerBuffer, myTag, -1L, endpoint)

@@ -15,17 +15,18 @@ import java.util.Optional;
  */
 public final class ModuleKeyNames {
     /** A key name, or a group that covers the keys below it, to the module that owns it. */
-    public static final Map<String, String> OWNERS = Map.of(
-            "multi-buffer", "ucx4j-comm",
-            "max-frames", "ucx4j-comm",
-            "max-frame-size", "ucx4j-comm",
-            "max-message-size", "ucx4j-comm",
-            "auth", "ucx4j-comm",
-            "memory-pool", "ucx4j-cuda",
-            "device-memory-limit", "ucx4j-cuda",
-            "memory-limit", "ucx4j-cuda",
-            "local-directory", "ucx4j-cuda",
-            "log-spilling", "ucx4j-cuda");
+    public static final Map<String, String> OWNERS = Map.ofEntries(
+            Map.entry("multi-buffer", "ucx4j-comm"),
+            Map.entry("max-frames", "ucx4j-comm"),
+            Map.entry("max-frame-size", "ucx4j-comm"),
+            Map.entry("max-message-size", "ucx4j-comm"),
+            Map.entry("auth", "ucx4j-comm"),
+            Map.entry("comm", "ucx4j-comm"),
+            Map.entry("memory-pool", "ucx4j-cuda"),
+            Map.entry("device-memory-limit", "ucx4j-cuda"),
+            Map.entry("memory-limit", "ucx4j-cuda"),
+            Map.entry("local-directory", "ucx4j-cuda"),
+            Map.entry("log-spilling", "ucx4j-cuda"));
 
     private ModuleKeyNames() {}
 
