@@ -47,6 +47,28 @@ public final class CommKeys {
             1L << 20,
             Long.MAX_VALUE,
             "most memory that received messages not yet closed may hold in one comm context");
+    /**
+     * The most bytes of messages one comm receives at once, from the first byte of a message until it is
+     * complete (at least 1 MiB; default 256 MiB). A single larger message (within {@link
+     * #MAX_MESSAGE_SIZE}) is received alone.
+     */
+    public static final ConfigKey<Long> MAX_BYTES_IN_FLIGHT = ConfigKey.size(
+            "comm.max-bytes-in-flight",
+            256L << 20,
+            1L << 20,
+            Long.MAX_VALUE,
+            "most bytes of messages one comm receives at once");
+    /**
+     * The most bytes of messages all comms accepted by one listener receive at once (at least 1 MiB;
+     * default 1 GiB): what a crowd of peers can make one listener hold while their messages arrive. A
+     * single larger message (within {@link #MAX_MESSAGE_SIZE}) is received alone.
+     */
+    public static final ConfigKey<Long> LISTENER_MAX_BYTES_IN_FLIGHT = ConfigKey.size(
+            "comm.listener-max-bytes-in-flight",
+            1L << 30,
+            1L << 20,
+            Long.MAX_VALUE,
+            "most bytes of messages all comms of one listener receive at once");
     /** The shared secret for the handshake; never printed (shown as {@code (set)}). */
     public static final ConfigKey<String> AUTH_SECRET =
             ConfigKey.secret("auth.secret", "shared secret for the handshake");
@@ -61,6 +83,8 @@ public final class CommKeys {
             MAX_FRAME_SIZE,
             MAX_MESSAGE_SIZE,
             MAX_UNCLOSED_BYTES,
+            MAX_BYTES_IN_FLIGHT,
+            LISTENER_MAX_BYTES_IN_FLIGHT,
             AUTH_SECRET,
             AUTH_SECRET_FILE);
 

@@ -32,6 +32,8 @@ public final class CommOptions {
     private final long maxFrameSize;
     private final long maxMessageSize;
     private final long maxUnclosedBytes;
+    private final long maxBytesInFlight;
+    private final long listenerMaxBytesInFlight;
 
     private CommOptions(Builder b) {
         this.config = b.config != null ? b.config : UcxConfig.load();
@@ -45,6 +47,8 @@ public final class CommOptions {
         this.maxFrameSize = config.get(CommKeys.MAX_FRAME_SIZE);
         this.maxMessageSize = config.get(CommKeys.MAX_MESSAGE_SIZE);
         this.maxUnclosedBytes = config.get(CommKeys.MAX_UNCLOSED_BYTES);
+        this.maxBytesInFlight = config.get(CommKeys.MAX_BYTES_IN_FLIGHT);
+        this.listenerMaxBytesInFlight = config.get(CommKeys.LISTENER_MAX_BYTES_IN_FLIGHT);
         if (identity.getBytes(StandardCharsets.UTF_8).length > 1024) {
             throw new IllegalArgumentException("identity is longer than 1024 bytes in UTF-8");
         }
@@ -159,6 +163,25 @@ public final class CommOptions {
      */
     public long maxUnclosedBytes() {
         return maxUnclosedBytes;
+    }
+
+    /**
+     * The most bytes of messages one comm receives at once: see {@link CommKeys#MAX_BYTES_IN_FLIGHT}.
+     *
+     * @return the config's {@code comm.max-bytes-in-flight}
+     */
+    public long maxBytesInFlight() {
+        return maxBytesInFlight;
+    }
+
+    /**
+     * The most bytes of messages all comms of one listener receive at once: see {@link
+     * CommKeys#LISTENER_MAX_BYTES_IN_FLIGHT}.
+     *
+     * @return the config's {@code comm.listener-max-bytes-in-flight}
+     */
+    public long listenerMaxBytesInFlight() {
+        return listenerMaxBytesInFlight;
     }
 
     /**
