@@ -33,7 +33,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * dropped unclosed. The cleaner only runs after a garbage collection finds them, and a heap that stays
  * nearly empty (received frames live off-heap) sees none for ever: reading 1 MiB messages without
  * closing them grew a process to 4 GiB. So a refused comm also asks for a collection ({@link
- * System#gc()}, at most every {@value #GC_HINT_MILLIS} ms, on a thread of its own), and the bound does
+ * System#gc()}, on a thread of its own, at most every {@value #GC_HINT_MILLIS} ms, and less often, up
+ * to every {@value #GC_HINT_MAX_MILLIS} ms, while no memory comes back), and the bound does
  * not depend on that hint being taken: a comm whose reader still waits after its connect timeout fails
  * with an error that names the leak.
  */
@@ -53,6 +54,10 @@ final class MessageScopes {
     private long held;
     /** Comms waiting for memory to come back; guarded by {@code this}. */
     private List<Runnable> waiting = new ArrayList<>();
+    /** The most time between two collection hints while memory does not come back. */
+    static final long GC_HINT_MAX_MILLIS = 5000;
+    /** The time between two collection hints now; guarded by {@code this}. */
+    private long hintIntervalNanos = GC_HINT_MILLIS * 1_000_000;
     /** A collection hint is scheduled; guarded by {@code this}. */
     private boolean hintScheduled;
     /** When the last collection hint went (nanoTime); guarded by {@code this}. */
@@ -112,7 +117,7 @@ final class MessageScopes {
                 return false;
             }
             hintScheduled = true;
-            delayNanos = Math.max(0, lastHint + GC_HINT_MILLIS * 1_000_000 - System.nanoTime());
+            delayNanos = Math.max(0, lastHint + hintIntervalNanos - System.nanoTime());
         }
         CommTimers.after(Duration.ofNanos(delayNanos), this::hint);
         return false;
@@ -128,6 +133,9 @@ final class MessageScopes {
         synchronized (this) {
             hintScheduled = false;
             lastHint = System.nanoTime();
+            // Memory held on purpose comes back from no collection: ask less often the longer it stays
+            // (up to every GC_HINT_MAX_MILLIS) until some comes back.
+            hintIntervalNanos = Math.min(2 * hintIntervalNanos, GC_HINT_MAX_MILLIS * 1_000_000);
             wake = waiting;
             waiting = new ArrayList<>();
         }
@@ -145,6 +153,7 @@ final class MessageScopes {
         List<Runnable> wake;
         synchronized (this) {
             held -= bytes;
+            hintIntervalNanos = GC_HINT_MILLIS * 1_000_000;
             if (waiting.isEmpty()) {
                 return;
             }
