@@ -41,6 +41,8 @@ final class EndpointLifecycle implements OperationOwner {
     private volatile State state = State.OPEN;
     private volatile UcxException failure;
     private UcxFuture<Void> closeFuture;
+    /** The peer broke the endpoint while a graceful close waited for its operations: close by force. */
+    private boolean failedWhileClosing;
 
     EndpointLifecycle(UcxEndpoint endpoint, NativeWorker rt, EndpointErrorHandler errorHandler) {
         this.endpoint = endpoint;
@@ -148,6 +150,8 @@ final class EndpointLifecycle implements OperationOwner {
         }
         if (!closing) {
             state = State.FAILED;
+        } else {
+            failedWhileClosing = true;
         }
         rt.engine.later(() -> afterFailure(error, closing));
     }
@@ -182,7 +186,21 @@ final class EndpointLifecycle implements OperationOwner {
         return f;
     }
 
-    /** Starts a close, or ties {@code f} to the close already under way; lock held. */
+    /**
+     * Starts a close, or ties {@code f} to the close already under way; lock held.
+     *
+     * <p>What UCX requires, and why the close runs in two steps: {@code ucp_ep_close_nbx} in flush mode
+     * with sends still in flight is not safe on UCX 1.13: when the peer stops receiving (it closed, or
+     * died) while a rendezvous send waits in a transport's pending queue, the flush completes with the
+     * endpoint's error and UCX destroys the endpoint with the request still queued, which is a fatal
+     * {@code ucs_bug} ("pending request ... should have been flushed", ucp_ep.c); on 1.22 the same flush
+     * can wait for a peer that never answers. So a graceful close first refuses new operations, cancels
+     * the receives nobody will match, and waits (up to the worker's close timeout) for the operations in
+     * flight to complete; with none left it closes in flush mode (which then only says goodbye), and
+     * with some still pending it closes by force ({@code UCP_EP_CLOSE_FLAG_FORCE}, which UCX allows with
+     * peer error handling only), which completes them as canceled. A forced close, or the close of a
+     * failed endpoint, goes to UCX at once.
+     */
     void startClose(CloseMode requested, UcxFuture<Void> f) {
         if (rt.inUpcall()) {
             rt.engine.later(() -> startClose(requested, f));
@@ -205,6 +223,60 @@ final class EndpointLifecycle implements OperationOwner {
             }
         }
         endpoint.rma().closeAll();
+        java.time.Duration closeTimeout = endpoint.worker().options().closeTimeout();
+        // The last resort: the caller hears of a close that UCX did not finish within twice the timeout
+        // (the drain below may take one), while the close itself goes on.
+        TimerQueue.Timer guard = rt.timers.schedule(2 * closeTimeout.toNanos(), () -> {
+            if (!f.isDone()) {
+                f.fail(new UcxTimeoutException(
+                        "ucp_ep_close_nbx",
+                        UcxStatus.TIMED_OUT.code(),
+                        "endpoint to " + describePeer() + " did not close within " + closeTimeout.multipliedBy(2)));
+            }
+        });
+        if (mode == CloseMode.FORCE || operations.isEmpty()) {
+            submitClose(mode, f, guard);
+            return;
+        }
+        // A graceful close with operations in flight: wait for them, then close.
+        boolean[] submitted = new boolean[1];
+        TimerQueue.Timer drainTimer = rt.timers.schedule(closeTimeout.toNanos(), () -> {
+            if (!submitted[0]) {
+                submitted[0] = true;
+                operations.whenEmpty(null);
+                LOG.debug(
+                        "endpoint to {}: operations still in flight after {}; closing by force",
+                        describePeer(),
+                        closeTimeout);
+                submitClose(CloseMode.FORCE, f, guard);
+            }
+        });
+        operations.whenEmpty(() -> rt.engine.later(() -> {
+            if (!submitted[0]) {
+                submitted[0] = true;
+                drainTimer.cancel();
+                submitClose(drainedMode(), f, guard);
+            }
+        }));
+    }
+
+    /** After the drain: a flush close, unless the endpoint failed meanwhile. */
+    private CloseMode drainedMode() {
+        return failedWhileClosing ? CloseMode.FORCE : CloseMode.FLUSH;
+    }
+
+    /** Calls {@code ucp_ep_close_nbx}; lock held, outside UCX callbacks. */
+    private void submitClose(CloseMode requested, UcxFuture<Void> f, TimerQueue.Timer guard) {
+        // UCX refuses a forced close without peer error handling (UCS_ERR_INVALID_PARAM).
+        CloseMode mode = endpoint.worker().options().peerErrorHandling() ? requested : CloseMode.FLUSH;
+        OperationTable table = rt.operations;
+        if (mode == CloseMode.FORCE) {
+            UcxCanceledException closed =
+                    new UcxCanceledException("endpoint close", "endpoint to " + describePeer() + " closed");
+            for (Operation op : operations.snapshot()) {
+                table.abort(op, closed);
+            }
+        }
         // UCX's close completes 'released'; the bookkeeping runs first, then 'f', so whoever waits on
         // the close sees the endpoint already gone from the worker.
         UcxFuture<Void> released = new UcxFuture<>();
@@ -218,15 +290,6 @@ final class EndpointLifecycle implements OperationOwner {
             table.failUnsubmitted(op, t);
             r = null;
         }
-        java.time.Duration closeTimeout = endpoint.worker().options().closeTimeout();
-        TimerQueue.Timer guard = rt.timers.schedule(closeTimeout.toNanos(), () -> {
-            if (!f.isDone()) {
-                f.fail(new UcxTimeoutException(
-                        "ucp_ep_close_nbx",
-                        UcxStatus.TIMED_OUT.code(),
-                        "endpoint to " + describePeer() + " did not close within " + closeTimeout));
-            }
-        });
         released.whenComplete((v, e) -> {
             guard.cancel();
             state = State.CLOSED;

@@ -391,14 +391,16 @@ public final class UcxEndpoint implements AutoCloseable {
         rt.engine.call(() -> flushAsync(), "flush");
     }
     /**
-     * Closes the endpoint. Receives posted through it complete with {@link UcxCanceledException}. In
-     * {@link CloseMode#FLUSH} mode sends already posted are delivered first; in {@link CloseMode#FORCE}
-     * mode they complete as canceled. A failed endpoint always closes by force. Calling it again returns
-     * the same future.
+     * Closes the endpoint. New operations are refused at once; receives posted through it that have not
+     * matched complete with {@link UcxCanceledException}. In {@link CloseMode#FLUSH} mode the operations
+     * in flight (sends, RMA, receives already matched) get up to the worker's close timeout to complete,
+     * then UCX says goodbye to the peer; whatever is still in flight then (a peer that stopped receiving
+     * or died) is canceled by a forced close. In {@link CloseMode#FORCE} mode they complete as canceled
+     * at once. A failed endpoint always closes by force. Calling it again returns the same future.
      *
      * @param mode graceful or forced
-     * @return completes when UCX has released the endpoint (or exceptionally after the worker's close
-     *     timeout)
+     * @return completes when UCX has released the endpoint (or exceptionally after twice the worker's
+     *     close timeout)
      */
     public UcxFuture<Void> closeAsync(CloseMode mode) {
         Objects.requireNonNull(mode, "mode");
@@ -411,7 +413,7 @@ public final class UcxEndpoint implements AutoCloseable {
     }
 
     /**
-     * Closes gracefully ({@link CloseMode#FLUSH}) and waits up to the worker's close timeout. Never throws
+     * Closes gracefully ({@link CloseMode#FLUSH}) and waits up to twice the worker's close timeout. Never throws
      * for a peer that is already gone; idempotent.
      */
     @Override

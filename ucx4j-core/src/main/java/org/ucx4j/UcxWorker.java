@@ -733,7 +733,8 @@ public final class UcxWorker implements AutoCloseable {
     }
 
     /**
-     * Closes listeners, then endpoints (gracefully, within the close timeout), cancels pending
+     * Closes listeners, then endpoints (gracefully, within twice the close timeout: see {@link
+     * UcxEndpoint#closeAsync}), cancels pending
      * receives, stops progress and destroys the worker. Idempotent; pending futures complete (as
      * canceled when nothing else applies).
      *
@@ -770,7 +771,8 @@ public final class UcxWorker implements AutoCloseable {
             rt.engine.drive(started, timeout);
             List<UcxFuture<Void>> closes = started.getNow(List.of());
             CompletableFuture<Void> all = CompletableFuture.allOf(closes.toArray(new CompletableFuture<?>[0]));
-            rt.engine.drive(all, timeout);
+            // A graceful endpoint close may wait one timeout for its operations, then closes by force.
+            rt.engine.drive(all, 2 * timeout);
             // Let UCX report what the closes and cancellations completed, briefly.
             CompletableFuture<Void> never = new CompletableFuture<>();
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);

@@ -21,7 +21,13 @@ import java.util.concurrent.CompletableFuture;
  * <p>Closing: {@link #close()} is graceful: messages written before it are delivered, then the peer's
  * reads fail with {@link CommClosedException}. {@link #abort()} drops everything at once. A dead peer
  * (killed, network gone) fails pending and later reads and writes with {@link CommClosedException}
- * within the transport's detection time; nothing waits forever.
+ * within the transport's detection time; nothing waits forever. A peer that closes while this side
+ * writes, even with large transfers half done, fails this side's pending and later writes with
+ * {@link CommClosedException} (saying the peer closed) at once, never a hang or a crash.
+ *
+ * <p>Received messages: each message a read returns owns its memory, and the reader closes it (see
+ * {@link Message}). What unclosed messages hold is bounded per comm context ({@link
+ * CommKeys#MAX_UNCLOSED_BYTES}): above it, comms stop receiving until messages are closed or reclaimed.
  *
  * <p>Futures may complete on a transport thread (for {@code ucx://}, the worker's progress thread):
  * never block in their callbacks; the blocking methods refuse to run there.
@@ -54,7 +60,9 @@ public interface Comm extends AutoCloseable {
      * Receives the next message.
      *
      * @return completes with the message (which owns its memory: close it when done); fails with
-     *     {@link CommClosedException} after the peer closed and every earlier message was read
+     *     {@link CommClosedException} after the peer closed and every earlier message was read, and with
+     *     {@link CommException} when messages read earlier were left unclosed past {@link
+     *     CommKeys#MAX_UNCLOSED_BYTES} for longer than the connect timeout
      */
     CompletableFuture<Message> readAsync();
 

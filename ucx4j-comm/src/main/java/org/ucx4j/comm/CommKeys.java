@@ -35,22 +35,24 @@ public final class CommKeys {
             Long.MAX_VALUE,
             "most bytes one message may carry, all frames together; a peer claiming more is refused");
     /**
-     * The most bytes one {@code ucx://} comm receives ahead of its reader (default 256 MiB): past it, the
-     * next message's header is not received until the reader catches up (one message may go beyond it).
+     * The most bytes one comm receives ahead of its reader (default 256 MiB). {@code ucx://}: past it, the
+     * next message's header is not received until the reader catches up (one message may go beyond it);
+     * {@code tcp://}: a message's bytes are taken before its memory is allocated and given back once it is
+     * complete, and a message larger than the whole limit is received alone.
      */
     public static final ConfigKey<Long> MAX_IN_FLIGHT = ConfigKey.size(
-            "max-in-flight", 256L << 20, 1, Long.MAX_VALUE, "most bytes one ucx:// comm receives ahead of its reader");
+            "max-in-flight", 256L << 20, 1, Long.MAX_VALUE, "most bytes one comm receives ahead of its reader");
     /**
-     * The most bytes all comms accepted by one {@code ucx://} listener receive ahead of their readers
-     * together (default 1 GiB): a message whose frames would go beyond it waits, its sender held back by
-     * UCX, until others are read (one message may go beyond it when nothing else is in flight).
+     * The most bytes all comms accepted by one listener receive ahead of their readers together (default
+     * 1 GiB): a message whose frames would go beyond it waits, its sender held back by UCX or by TCP's
+     * window, until others are read (one message may go beyond it when nothing else is in flight).
      */
     public static final ConfigKey<Long> MAX_IN_FLIGHT_PER_LISTENER = ConfigKey.size(
             "max-in-flight-per-listener",
             1L << 30,
             1,
             Long.MAX_VALUE,
-            "most bytes the comms of one ucx:// listener receive ahead of their readers, together");
+            "most bytes the comms of one listener receive ahead of their readers, together");
     /**
      * The most handshakes one {@code ucx://} listener runs at a time, socket and IP-less together
      * (default 128); a connection beyond it is closed at once.
@@ -59,6 +61,19 @@ public final class CommKeys {
             "max-pending-handshakes",
             128,
             "most handshakes one ucx:// listener runs at a time; a connection beyond it is closed at once");
+    /**
+     * The most memory that received messages not yet closed may hold in one comm context (at least 1 MiB;
+     * default 1 GiB). Above it the context's comms stop receiving (the peers' data waits with them),
+     * unreachable messages are given a chance to be reclaimed, and a read still waiting after the
+     * comm's connect timeout fails with a {@link CommException} that names the leak. See {@link
+     * Message} for the ownership rule.
+     */
+    public static final ConfigKey<Long> MAX_UNCLOSED_BYTES = ConfigKey.size(
+            "max-unclosed-bytes",
+            1L << 30,
+            1L << 20,
+            Long.MAX_VALUE,
+            "most memory that received messages not yet closed may hold in one comm context");
     /** The shared secret for the handshake; never printed (shown as {@code (set)}). */
     public static final ConfigKey<String> AUTH_SECRET =
             ConfigKey.secret("auth.secret", "shared secret for the handshake");
@@ -75,6 +90,7 @@ public final class CommKeys {
             MAX_IN_FLIGHT,
             MAX_IN_FLIGHT_PER_LISTENER,
             MAX_PENDING_HANDSHAKES,
+            MAX_UNCLOSED_BYTES,
             AUTH_SECRET,
             AUTH_SECRET_FILE);
 

@@ -34,6 +34,7 @@ public final class CommOptions {
     private final long maxInFlight;
     private final long maxInFlightPerListener;
     private final int maxPendingHandshakes;
+    private final long maxUnclosedBytes;
 
     private CommOptions(Builder b) {
         this.config = b.config != null ? b.config : UcxConfig.load();
@@ -49,6 +50,7 @@ public final class CommOptions {
         this.maxInFlight = config.get(CommKeys.MAX_IN_FLIGHT);
         this.maxInFlightPerListener = config.get(CommKeys.MAX_IN_FLIGHT_PER_LISTENER);
         this.maxPendingHandshakes = config.get(CommKeys.MAX_PENDING_HANDSHAKES);
+        this.maxUnclosedBytes = config.get(CommKeys.MAX_UNCLOSED_BYTES);
         if (identity.getBytes(StandardCharsets.UTF_8).length > 1024) {
             throw new IllegalArgumentException("identity is longer than 1024 bytes in UTF-8");
         }
@@ -156,7 +158,7 @@ public final class CommOptions {
     }
 
     /**
-     * The most bytes one {@code ucx://} comm receives ahead of its reader.
+     * The most bytes one comm receives ahead of its reader: see {@link CommKeys#MAX_IN_FLIGHT}.
      *
      * @return the config's {@code max-in-flight} in bytes
      */
@@ -165,7 +167,8 @@ public final class CommOptions {
     }
 
     /**
-     * The most bytes the comms of one {@code ucx://} listener receive ahead of their readers, together.
+     * The most bytes the comms of one listener receive ahead of their readers, together: see {@link
+     * CommKeys#MAX_IN_FLIGHT_PER_LISTENER}.
      *
      * @return the config's {@code max-in-flight-per-listener} in bytes
      */
@@ -180,6 +183,16 @@ public final class CommOptions {
      */
     public int maxPendingHandshakes() {
         return maxPendingHandshakes;
+    }
+
+    /**
+     * The most memory received messages not yet closed may hold in the comm's context before its comms
+     * stop receiving: see {@link CommKeys#MAX_UNCLOSED_BYTES}.
+     *
+     * @return the config's {@code max-unclosed-bytes}
+     */
+    public long maxUnclosedBytes() {
+        return maxUnclosedBytes;
     }
 
     /**

@@ -14,11 +14,15 @@ import org.ucx4j.MemoryKind;
  * does nothing to it. A message you {@linkplain Comm#read() read} owns the memory its frames were
  * received into (allocated by the comm's {@link FrameAllocator}); {@link #close()} gives it back (the
  * built-in transports free a small or medium message's memory with the other messages sharing its
- * arena, and until then a frame used after close reads its own stale bytes, never another message's). If
- * you drop a received message without closing it, its memory is freed after the garbage collector
- * finds the message unreachable, and its frames' segments then stop working ({@link
- * IllegalStateException} on access, never a crash): keep the message reachable while you use its
- * frames, or close it when you are done.
+ * arena, and until then a frame used after close reads its own stale bytes, never another message's).
+ * <b>Close every message you read</b>, or hand it to code that will. A received message dropped without
+ * close is freed only after the garbage collector finds it unreachable, and a JVM whose heap stays
+ * nearly empty (frames live off-heap) may collect seldom; so the memory that unclosed received messages
+ * hold in one comm context is bounded by {@link CommKeys#MAX_UNCLOSED_BYTES} (default 1 GiB): above it
+ * the context's comms stop receiving (the peers' data waits with them) and ask for a collection, and a
+ * read that still waits after the comm's connect timeout fails with a {@link CommException} naming the
+ * leak. Once freed, a dropped message's frame segments stop working ({@link IllegalStateException} on
+ * access, never a crash): keep the message reachable while you use its frames.
  *
  * <p>Threading: the frame list is immutable; {@link #close()} is idempotent and safe from any thread,
  * but no thread may use the frames while another closes the message.

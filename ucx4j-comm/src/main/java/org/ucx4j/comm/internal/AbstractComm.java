@@ -48,6 +48,8 @@ abstract class AbstractComm implements Comm {
     private boolean receiving;
     private volatile State state = State.OPEN;
     private volatile CommException closedBecause;
+    /** A leak check is scheduled; guarded by {@code this}. */
+    private boolean leakWatch;
 
     AbstractComm(CommOptions options, URI local, URI peer, String peerIdentity) {
         this.options = options;
@@ -235,8 +237,29 @@ abstract class AbstractComm implements Comm {
         }
     }
 
+    /**
+     * The arenas this comm receives into, whose budget ({@code max-unclosed-bytes}) gates receiving;
+     * null: not gated.
+     */
+    protected MessageScopes scopes() {
+        return null;
+    }
+
     /** Starts receiving the next message when a reader waits or the read-ahead has room. */
     private void pump() {
+        lock.lock();
+        try {
+            if (receiving || readEnd != null || (readers.isEmpty() && inbox.size() >= READ_AHEAD)) {
+                return;
+            }
+        } finally {
+            lock.unlock();
+        }
+        MessageScopes budget = scopes();
+        if (budget != null && !budget.admit(options.maxUnclosedBytes(), this::pump)) {
+            watchForLeak(budget);
+            return;
+        }
         lock.lock();
         try {
             if (receiving || readEnd != null || (readers.isEmpty() && inbox.size() >= READ_AHEAD)) {
@@ -251,6 +274,41 @@ abstract class AbstractComm implements Comm {
         } catch (Throwable t) {
             failed(t);
         }
+    }
+
+    /**
+     * Receiving waits for memory to come back: if a reader still waits for this comm after the connect
+     * timeout, and the memory has not come back, the comm fails with an error that names the leak.
+     */
+    protected final void watchForLeak(MessageScopes budget) {
+        synchronized (this) {
+            if (leakWatch) {
+                return;
+            }
+            leakWatch = true;
+        }
+        CommTimers.after(options.connectTimeout(), () -> {
+            synchronized (this) {
+                leakWatch = false;
+            }
+            boolean readerWaits;
+            lock.lock();
+            try {
+                readerWaits = !readers.isEmpty() && inbox.isEmpty() && readEnd == null;
+            } finally {
+                lock.unlock();
+            }
+            if (!readerWaits || budget.admit(options.maxUnclosedBytes(), null)) {
+                pump();
+                return;
+            }
+            ended(
+                    new CommException("comm " + local + " <-> " + peer + " stopped receiving: received messages"
+                            + " not closed hold " + budget.held() + " bytes, above max-unclosed-bytes ("
+                            + options.maxUnclosedBytes() + "), for " + options.connectTimeout()
+                            + "; close every Message you read (or raise max-unclosed-bytes)"),
+                    false);
+        });
     }
 
     /** Transports call this once the comm is set up, to receive the first message ahead. */

@@ -2,6 +2,10 @@ package org.ucx4j.comm.internal;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The arena a received message's frames live in. Closing a shared arena synchronises with every JVM
@@ -21,6 +25,18 @@ import java.lang.foreign.MemorySegment;
  * pool) only when the slab or group closes, so a frame used after its message was closed reads its
  * own stale bytes, never another message's, and never crashes; it stops working when its slab or group
  * goes.
+ *
+ * <p>Budget: the scopes count the memory their live arenas hold ({@link #held()}: a whole slab, a
+ * group's every member until the group closes, a large message's own arena), and comms ask {@link
+ * #admit} before they receive the next message. Above the limit ({@code max-unclosed-bytes}) they
+ * wait: memory comes back when messages are closed, or when the cleaner reclaims messages that were
+ * dropped unclosed. The cleaner only runs after a garbage collection finds them, and a heap that stays
+ * nearly empty (received frames live off-heap) sees none for ever: reading 1 MiB messages without
+ * closing them grew a process to 4 GiB. So a refused comm also asks for a collection ({@link
+ * System#gc()}, on a thread of its own, at most every {@value #GC_HINT_MILLIS} ms, and less often, up
+ * to every {@value #GC_HINT_MAX_MILLIS} ms, while no memory comes back), and the bound does
+ * not depend on that hint being taken: a comm whose reader still waits after its connect timeout fails
+ * with an error that names the leak.
  */
 final class MessageScopes {
     static final long SMALL = 64 * 1024;
@@ -32,6 +48,20 @@ final class MessageScopes {
     private Slab current;
     /** The group new medium messages join; guarded by {@code this}. */
     private Group group;
+    /** The least time between two collection hints. */
+    static final long GC_HINT_MILLIS = 100;
+    /** Bytes the live arenas hold; guarded by {@code this}. */
+    private long held;
+    /** Comms waiting for memory to come back; guarded by {@code this}. */
+    private List<Runnable> waiting = new ArrayList<>();
+    /** The most time between two collection hints while memory does not come back. */
+    static final long GC_HINT_MAX_MILLIS = 5000;
+    /** The time between two collection hints now; guarded by {@code this}. */
+    private long hintIntervalNanos = GC_HINT_MILLIS * 1_000_000;
+    /** A collection hint is scheduled; guarded by {@code this}. */
+    private boolean hintScheduled;
+    /** When the last collection hint went (nanoTime); guarded by {@code this}. */
+    private long lastHint = System.nanoTime() - GC_HINT_MILLIS * 1_000_000;
 
     /** Creates the scopes of one transport instance (see {@link org.ucx4j.comm.CommContext}). */
     MessageScopes() {}
@@ -40,7 +70,10 @@ final class MessageScopes {
     Arena forMessage(long payload, int frames) {
         long need = payload + 64L * frames;
         if (payload >= ALONE) {
-            return Arena.ofShared();
+            synchronized (this) {
+                held += payload;
+            }
+            return new OwnScope(Arena.ofShared(), payload);
         }
         if (payload > SMALL || need > SLAB / 4) {
             synchronized (this) {
@@ -56,13 +89,113 @@ final class MessageScopes {
                     current.retire();
                 }
                 current = new Slab();
+                held += SLAB;
             }
             return new SlabScope(current, need);
         }
     }
 
+    /**
+     * Whether a comm may start receiving another message: true while the live arenas hold less than
+     * {@code limit}; else {@code retry} runs (on another thread) once memory comes back, and the garbage
+     * collector is asked to find messages dropped without close.
+     *
+     * @param limit the comm's {@code max-unclosed-bytes}
+     * @param retry what to run when memory came back, or null
+     * @return whether there is room now
+     */
+    boolean admit(long limit, Runnable retry) {
+        long delayNanos;
+        synchronized (this) {
+            if (held < limit) {
+                return true;
+            }
+            if (retry != null) {
+                waiting.add(retry);
+            }
+            if (hintScheduled) {
+                return false;
+            }
+            hintScheduled = true;
+            delayNanos = Math.max(0, lastHint + hintIntervalNanos - System.nanoTime());
+        }
+        CommTimers.after(Duration.ofNanos(delayNanos), this::hint);
+        return false;
+    }
+
+    /**
+     * Asks for a collection, then lets the waiting comms try again (those still refused schedule the
+     * next hint). Received frames live off-heap: without a hint the heap may never fill enough for a
+     * collection, and dropped messages are never reclaimed (see the class comment).
+     */
+    private void hint() {
+        List<Runnable> wake;
+        synchronized (this) {
+            hintScheduled = false;
+            lastHint = System.nanoTime();
+            // Memory held on purpose comes back from no collection: ask less often the longer it stays
+            // (up to every GC_HINT_MAX_MILLIS) until some comes back.
+            hintIntervalNanos = Math.min(2 * hintIntervalNanos, GC_HINT_MAX_MILLIS * 1_000_000);
+            wake = waiting;
+            waiting = new ArrayList<>();
+        }
+        System.gc();
+        wake.forEach(CommTimers::elsewhere);
+    }
+
+    /** The bytes the live arenas hold now. */
+    synchronized long held() {
+        return held;
+    }
+
+    /** An arena closed and gave {@code bytes} back: waiting comms try again. */
+    private void gaveBack(long bytes) {
+        List<Runnable> wake;
+        synchronized (this) {
+            held -= bytes;
+            hintIntervalNanos = GC_HINT_MILLIS * 1_000_000;
+            if (waiting.isEmpty()) {
+                return;
+            }
+            wake = waiting;
+            waiting = new ArrayList<>();
+        }
+        // Not on this thread: it may be a user's close() or the cleaner's.
+        wake.forEach(CommTimers::elsewhere);
+    }
+
+    /** A large message's own arena, counted while open. */
+    private final class OwnScope implements Arena {
+        private final Arena arena;
+        private final long bytes;
+        private final AtomicBoolean closed = new AtomicBoolean();
+
+        OwnScope(Arena arena, long bytes) {
+            this.arena = arena;
+            this.bytes = bytes;
+        }
+
+        @Override
+        public MemorySegment allocate(long byteSize, long byteAlignment) {
+            return arena.allocate(byteSize, byteAlignment);
+        }
+
+        @Override
+        public MemorySegment.Scope scope() {
+            return arena.scope();
+        }
+
+        @Override
+        public void close() {
+            if (closed.compareAndSet(false, true)) {
+                arena.close();
+                gaveBack(bytes);
+            }
+        }
+    }
+
     /** One shared arena carved into many messages' frames. */
-    private static final class Slab {
+    private final class Slab {
         final Arena arena = Arena.ofShared();
         final MemorySegment memory = arena.allocate(SLAB, 64);
         private long used;
@@ -104,6 +237,7 @@ final class MessageScopes {
             }
             if (close) {
                 arena.close();
+                gaveBack(SLAB);
             }
         }
 
@@ -114,12 +248,13 @@ final class MessageScopes {
             }
             if (close) {
                 arena.close();
+                gaveBack(SLAB);
             }
         }
     }
 
     /** A message's view of a slab; closing it gives the message's share back. */
-    private static final class SlabScope implements Arena {
+    private final class SlabScope implements Arena {
         private final Slab slab;
         private Arena overflow;
         private boolean closed;
@@ -189,26 +324,30 @@ final class MessageScopes {
         /** A member closed: with none left open, the group closes (and new messages start another). */
         void leave() {
             boolean close;
+            long bytes;
             synchronized (MessageScopes.this) {
                 close = --open == 0;
                 if (close && group == this) {
                     group = null;
                 }
+                bytes = payload;
             }
             if (close) {
                 arena.close();
+                gaveBack(bytes);
             }
         }
     }
 
     /** A medium message's view of its group. */
-    private static final class GroupScope implements Arena {
+    private final class GroupScope implements Arena {
         private final Group g;
         private boolean closed;
 
         /** With the owning {@code MessageScopes} held. */
         GroupScope(Group g, long payload) {
             this.g = g;
+            held += payload;
             g.payload += payload;
             g.members++;
             g.open++;

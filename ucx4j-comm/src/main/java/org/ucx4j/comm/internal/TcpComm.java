@@ -6,6 +6,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -26,8 +27,17 @@ import org.ucx4j.comm.Message;
  * one direct buffer, then the frames in place, in one gathering write; the first writer to find the
  * queue idle writes (on its own thread when it blocks on the result anyway, else on a virtual thread)
  * and takes the messages others queued meanwhile, so concurrent writers never interleave bytes. Reads:
- * one reader thread per comm, which reads a message only when one is wanted, small parts through a
- * 64 KiB buffer and large frames straight into their memory.
+ * one reader per comm, a virtual thread, which reads a message only when one is wanted, small parts
+ * through a 64 KiB buffer and large frames straight into their memory.
+ *
+ * <p>Why a virtual thread: an idle comm's reader waits (for a reader, or in a socket read), and a
+ * virtual thread waiting there holds no platform thread (the JDK parks it and polls the socket), so a
+ * process with thousands of idle tcp:// comms does not hold thousands of threads. Before, each comm had
+ * a platform reader thread (and its 1 MiB stack reservation).
+ *
+ * <p>Bounds: a message's bytes are taken from the comm's and, for accepted comms, the listener's
+ * {@link BlockingInFlightBudget} before its memory is allocated, and given back once it is complete; and the
+ * comm context's budget of unclosed messages ({@link MessageScopes#admit}) gates the next read.
  */
 final class TcpComm extends AbstractComm {
     private static final int READ_BUFFER = 64 * 1024;
@@ -37,7 +47,13 @@ final class TcpComm extends AbstractComm {
     private static final long NATIVE_SLICE = 1L << 30;
 
     private final SocketChannel channel;
-    private final ByteBuffer in = ByteBuffer.allocateDirect(READ_BUFFER).flip();
+    /**
+     * The read buffer, the reader thread's alone: native memory of an arena the reader closes when it
+     * ends, so a closed comm gives its 64 KiB back at once (a direct ByteBuffer waits for a collection,
+     * which an idle heap may never have: 1,000 closed comms held 64 MiB).
+     */
+    private ByteBuffer in;
+
     private final Semaphore wanted = new Semaphore(0);
     private final Object writeLock = new Object();
     private final ArrayDeque<PendingWrite> writes = new ArrayDeque<>();
@@ -45,6 +61,10 @@ final class TcpComm extends AbstractComm {
     private volatile boolean released;
     /** The arenas received messages live in: the transport's (its comm context's). */
     private final MessageScopes scopes;
+    /** Bytes this comm is receiving at once ({@code max-in-flight}). */
+    private final BlockingInFlightBudget inFlight;
+    /** The accepting listener's budget ({@code max-in-flight-per-listener}), or null. */
+    private final BlockingInFlightBudget listenerInFlight;
 
     private record PendingWrite(ByteBuffer[] buffers, CompletableFuture<Void> done) {}
 
@@ -54,17 +74,23 @@ final class TcpComm extends AbstractComm {
             CommOptions options,
             URI local,
             URI peer,
-            String peerIdentity) {
+            String peerIdentity,
+            BlockingInFlightBudget listenerInFlight) {
         super(options, local, peer, peerIdentity);
         this.channel = channel;
         this.scopes = scopes;
-        Thread t = new Thread(this::readLoop, "ucx4j-tcp-reader " + peer);
-        t.setDaemon(true);
-        t.start();
+        this.inFlight = new BlockingInFlightBudget(options.maxInFlight());
+        this.listenerInFlight = listenerInFlight;
+        Thread.ofVirtual().name("ucx4j-tcp-reader " + peer).start(this::readLoop);
         start();
     }
 
     // ------------------------------------------------------------------ reading
+
+    @Override
+    protected MessageScopes scopes() {
+        return scopes;
+    }
 
     @Override
     protected void receiveOne() {
@@ -72,6 +98,13 @@ final class TcpComm extends AbstractComm {
     }
 
     private void readLoop() {
+        try (Arena buffer = Arena.ofConfined()) {
+            in = buffer.allocate(READ_BUFFER, 64).asByteBuffer().flip();
+            readMessages();
+        }
+    }
+
+    private void readMessages() {
         try {
             while (true) {
                 wanted.acquire();
@@ -106,7 +139,7 @@ final class TcpComm extends AbstractComm {
     }
 
     /** Reads one message; null for the peer's close marker. */
-    private Message readMessage() throws IOException {
+    private Message readMessage() throws IOException, InterruptedException {
         MemorySegment head = MemorySegment.ofBuffer(fill(WireFormat.HEADER_BYTES));
         WireFormat.Header h = WireFormat.readHeader(head, 0, options.maxFrames());
         in.position(in.position() + WireFormat.HEADER_BYTES);
@@ -132,6 +165,28 @@ final class TcpComm extends AbstractComm {
             readFully(table);
             t = WireFormat.readTable(table, 0, h.frameCount(), options.maxFrameSize(), options.maxMessageSize());
         }
+        long total = t.total();
+        if (!inFlight.take(total, () -> !released)) {
+            throw new ClosedChannelException();
+        }
+        try {
+            if (listenerInFlight != null && !listenerInFlight.take(total, () -> !released)) {
+                throw new ClosedChannelException();
+            }
+            try {
+                return readFrames(h, t);
+            } finally {
+                if (listenerInFlight != null) {
+                    listenerInFlight.giveBack(total);
+                }
+            }
+        } finally {
+            inFlight.giveBack(total);
+        }
+    }
+
+    /** Reads a message's frames into memory allocated for them. */
+    private Message readFrames(WireFormat.Header h, WireFormat.Table t) throws IOException {
         Arena scope = scopes.forMessage(t.total(), h.frameCount());
         List<Frame> frames = new ArrayList<>(h.frameCount());
         try {
@@ -306,10 +361,13 @@ final class TcpComm extends AbstractComm {
                 }
                 w.done.complete(null);
             } catch (IOException | RuntimeException e) {
-                CommClosedException lost = new CommClosedException(
-                        "comm " + localAddress() + " <-> " + peerAddress() + " lost while writing: "
-                                + Failures.describe(e),
-                        e);
+                // Closed meanwhile (the peer's close marker, or ours): say why, not how the socket ended.
+                CommClosedException lost = isClosed()
+                        ? closedError("write to")
+                        : new CommClosedException(
+                                "comm " + localAddress() + " <-> " + peerAddress() + " lost while writing: "
+                                        + Failures.describe(e),
+                                e);
                 w.done.completeExceptionally(lost);
                 List<PendingWrite> rest;
                 synchronized (writeLock) {

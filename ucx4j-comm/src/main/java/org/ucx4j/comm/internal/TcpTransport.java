@@ -93,7 +93,7 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
                             URI peer = Addresses.uri(SCHEME, (InetSocketAddress) c.getRemoteAddress());
                             Handshake.Result r =
                                     Handshake.client(new StreamHandshakeChannel(c), options, 0, peer.toString(), null);
-                            return new TcpComm(c, scopes, options, local, peer, r.peerIdentity());
+                            return new TcpComm(c, scopes, options, local, peer, r.peerIdentity(), null);
                         });
                 if (!f.complete(comm)) {
                     comm.abort();
@@ -120,7 +120,7 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
         }
     }
 
-    /** A listening socket and its accept thread. */
+    /** A listening socket, its accept thread, and the in-flight budget its comms share. */
     private static final class Listener implements CommListener {
         private final ServerSocketChannel server;
         private final MessageScopes scopes;
@@ -129,6 +129,8 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
         private final InetSocketAddress address;
         private final URI uri;
         private final AtomicBoolean closed = new AtomicBoolean();
+        /** Bytes all accepted comms receive at once ({@code max-in-flight-per-listener}). */
+        private final BlockingInFlightBudget inFlight;
 
         Listener(ServerSocketChannel server, MessageScopes scopes, CommHandler handler, CommOptions options)
                 throws IOException {
@@ -138,6 +140,7 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
             this.options = options;
             this.address = (InetSocketAddress) server.getLocalAddress();
             this.uri = Addresses.uri(SCHEME, address);
+            this.inFlight = new BlockingInFlightBudget(options.maxInFlightPerListener());
         }
 
         void acceptLoop() {
@@ -168,7 +171,7 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
                             URI peer = Addresses.uri(SCHEME, (InetSocketAddress) c.getRemoteAddress());
                             Handshake.Result r = Handshake.listener(
                                     new StreamHandshakeChannel(c), options, 0, peer.toString(), null);
-                            return new TcpComm(c, scopes, options, local, peer, r.peerIdentity());
+                            return new TcpComm(c, scopes, options, local, peer, r.peerIdentity(), inFlight);
                         });
             } catch (RuntimeException e) {
                 LOG.warn("{}: refused a connection: {}", uri, e.getMessage());

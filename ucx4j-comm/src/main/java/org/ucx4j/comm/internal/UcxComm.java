@@ -183,13 +183,23 @@ final class UcxComm extends AbstractComm {
         synchronized (pipeline) {
             fill();
             head = pipeline.peekFirst();
-            headWanted = head != null;
+            // With no head yet and the pipeline not ended, receiving is held back (max-unclosed-bytes):
+            // fill() delivers the next message it starts.
+            headWanted = head != null || !pipelineEnded;
         }
         if (head == null) {
-            // The pipeline ended and its last message was delivered: the end is already reported.
+            // The pipeline ended and its last message was delivered (the end is already reported), or
+            // receiving waits for memory.
             return;
         }
         head.done.whenComplete((m, err) -> deliverHead());
+    }
+
+    /** Memory came back: receives ahead again. */
+    private void refill() {
+        synchronized (pipeline) {
+            fill();
+        }
     }
 
     /** The head message completed: hands it to the reader side, then refills. */
@@ -229,8 +239,21 @@ final class UcxComm extends AbstractComm {
                 || (pipelineBytes >= options.maxInFlight() && !pipeline.isEmpty())) {
             return;
         }
+        // Receiving stops while received messages hold more than max-unclosed-bytes (the gate is
+        // here, not in AbstractComm, so that messages already received ahead still reach the reader).
+        if (!scopes.admit(options.maxUnclosedBytes(), this::refill)) {
+            if (headWanted && pipeline.isEmpty()) {
+                watchForLeak(scopes);
+            }
+            return;
+        }
         Incoming in = new Incoming();
+        boolean deliverWhenDone = headWanted && pipeline.isEmpty();
         pipeline.addLast(in);
+        if (deliverWhenDone) {
+            // The reader asked while receiving was held back: this is the message it waits for.
+            in.done.whenComplete((m, err) -> deliverHead());
+        }
         headerPosted = true;
         endpoint.worker()
                 .tagRecvAsync(headerBuffer, myTag, -1L, endpoint)
@@ -532,6 +555,12 @@ final class UcxComm extends AbstractComm {
         return done.handle((v, err) -> {
             sent();
             if (err != null) {
+                if (isClosed()) {
+                    // Canceled by the close (the peer's, or ours): say why the comm closed.
+                    CommClosedException e = closedError("write to");
+                    failed(e);
+                    throw e;
+                }
                 CommClosedException e = new CommClosedException(
                         "comm " + localAddress() + " <-> " + peerAddress() + " lost while writing: "
                                 + Failures.describe(err),
@@ -602,6 +631,7 @@ final class UcxComm extends AbstractComm {
     @Override
     protected void release(boolean graceful) {
         dropPipeline();
+        CloseMode mode;
         synchronized (sendLock) {
             if (released) {
                 return;
@@ -614,8 +644,12 @@ final class UcxComm extends AbstractComm {
                     return;
                 }
             }
+            // The peer's close marker came while messages of ours were still in flight: the peer reads
+            // nothing after its close, so they can never complete (UCX would wait for receives that
+            // never come); a forced close fails them now instead of after the close timeout.
+            mode = graceful && sending == 0 ? CloseMode.FLUSH : CloseMode.FORCE;
         }
-        closeEndpoint(graceful ? CloseMode.FLUSH : CloseMode.FORCE);
+        closeEndpoint(mode);
     }
 
     /** Frees messages received ahead that no reader will get; ones still arriving are freed when they do. */

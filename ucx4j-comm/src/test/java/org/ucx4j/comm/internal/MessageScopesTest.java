@@ -115,4 +115,23 @@ class MessageScopesTest {
         assertTrue(next.scope().isAlive());
         next.close();
     }
+
+    @Test
+    void theBudgetCountsLiveArenasAndWakesWaitersWhenMemoryComesBack() throws Exception {
+        long mib = 1 << 20;
+        Arena large = messageScopes.forMessage(MessageScopes.ALONE, 1);
+        Arena medium = messageScopes.forMessage(mib, 1);
+        Arena small = messageScopes.forMessage(100, 1);
+        assertEquals(MessageScopes.ALONE + mib + MessageScopes.SLAB, messageScopes.held());
+        java.util.concurrent.CompletableFuture<Void> woken = new java.util.concurrent.CompletableFuture<>();
+        assertFalse(messageScopes.admit(MessageScopes.ALONE, () -> woken.complete(null)), "over the limit");
+        assertTrue(messageScopes.admit(messageScopes.held() + 1, null), "under the limit");
+        large.close();
+        woken.get(10, java.util.concurrent.TimeUnit.SECONDS); // closing gave memory back: the waiter retries
+        assertEquals(mib + MessageScopes.SLAB, messageScopes.held());
+        medium.close(); // the group's last open message: the group closes
+        small.close();
+        messageScopes.startAfresh(); // the slab retires and, with no message open, closes
+        assertEquals(0, messageScopes.held());
+    }
 }

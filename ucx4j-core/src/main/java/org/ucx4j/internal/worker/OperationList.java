@@ -9,6 +9,8 @@ import java.util.List;
  */
 public final class OperationList {
     private Operation head;
+    /** Run once when the list next becomes empty; see {@link #whenEmpty}. */
+    private Runnable whenEmpty;
 
     void link(Operation op) {
         op.ownerNext = head;
@@ -29,6 +31,32 @@ public final class OperationList {
         }
         op.ownerPrev = null;
         op.ownerNext = null;
+        if (head == null && whenEmpty != null) {
+            Runnable r = whenEmpty;
+            whenEmpty = null;
+            r.run();
+        }
+    }
+
+    /** Whether no operation is in flight. */
+    public boolean isEmpty() {
+        return head == null;
+    }
+
+    /**
+     * Runs {@code task} once, when the last operation in flight leaves the list (at once if none is): on
+     * the thread that completes it, which may be inside a UCX callback, so the task should only schedule
+     * work. Replaces a task set earlier and not yet run; {@code null} clears it.
+     *
+     * @param task what to run
+     */
+    public void whenEmpty(Runnable task) {
+        if (task != null && head == null) {
+            whenEmpty = null;
+            task.run();
+        } else {
+            whenEmpty = task;
+        }
     }
 
     /** A snapshot, safe to iterate while operations complete. */

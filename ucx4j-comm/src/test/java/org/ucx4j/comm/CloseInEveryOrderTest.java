@@ -1,0 +1,158 @@
+package org.ucx4j.comm;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.ucx4j.UcxConfig;
+import org.ucx4j.testsupport.Requirements;
+import org.ucx4j.testsupport.RunningJvm;
+
+/**
+ * Close is safe in every order: a peer ({@link ClosePeerMain}, a JVM of its own) that closes while this
+ * side writes (with rendezvous transfers pending on both sides), or dies ({@code kill -9}) while this
+ * side writes or reads, ends in a {@link CommClosedException} here within a bound, and a clean close
+ * there; never an abort or a hang; and the listener still serves the next client.
+ */
+@Tag("native")
+@Timeout(value = 240, unit = TimeUnit.SECONDS)
+class CloseInEveryOrderTest {
+    /** How long the survivor may take to see the end: the close timeout and the connect timeout, with room. */
+    static final Duration BOUND = Duration.ofSeconds(30);
+
+    static final long MIB = 1 << 20;
+
+    /** What the listener's handler saw: the failure that ended its writes or reads, and when. */
+    record Outcome(Throwable error, long atNanos) {}
+
+    /** The test's handler: obeys the peer's first message ({@code flood SIZE}, {@code sink}, {@code echo}). */
+    static final class Handler implements CommHandler {
+        final CompletableFuture<Outcome> outcome = new CompletableFuture<>();
+
+        @Override
+        public void onComm(Comm comm) {
+            try (comm;
+                    Arena arena = Arena.ofShared()) {
+                String command;
+                try (Message first = comm.read(Duration.ofSeconds(60))) {
+                    command = new String(first.frame(0).toByteArray(), StandardCharsets.UTF_8);
+                }
+                if (command.equals("echo")) {
+                    while (true) {
+                        try (Message m = comm.read()) {
+                            comm.write(m);
+                        }
+                    }
+                } else if (command.equals("sink")) {
+                    while (true) {
+                        comm.read().close();
+                    }
+                } else {
+                    MemorySegment payload = arena.allocate(Long.parseLong(command.substring("flood ".length())));
+                    while (true) {
+                        comm.write(Message.of(Frame.host(payload)));
+                    }
+                }
+            } catch (Throwable t) {
+                outcome.complete(new Outcome(t, System.nanoTime()));
+            }
+        }
+    }
+
+    static CommOptions options() {
+        return CommOptions.builder().config(UcxConfig.builder().build()).build();
+    }
+
+    void assumeTransport(String address) {
+        if (address.startsWith("ucx")) {
+            Requirements.assumeUcx();
+        }
+    }
+
+    /** The listener still serves: a new client's message comes back. */
+    static void stillServes(CommListener l) {
+        try (Comm c = Comms.connect(l.address(), options())) {
+            c.write(ClosePeerMain.command("echo"));
+            c.write(Message.ofBytes("still here".getBytes(StandardCharsets.UTF_8)));
+            try (Message m = c.read(Duration.ofSeconds(30))) {
+                assertArrayEquals(
+                        "still here".getBytes(StandardCharsets.UTF_8),
+                        m.frame(0).toByteArray());
+            }
+        }
+    }
+
+    static void assertEndedWithin(Handler h, long sinceNanos, String what) throws Exception {
+        Outcome o = h.outcome.get(BOUND.toSeconds() + 30, TimeUnit.SECONDS);
+        long ms = TimeUnit.NANOSECONDS.toMillis(o.atNanos() - sinceNanos);
+        System.out.printf("%s: the survivor's error after %d ms: %s%n", what, ms, o.error());
+        assertInstanceOf(CommClosedException.class, o.error(), what);
+        assertTrue(ms < BOUND.toMillis(), what + ": " + ms + " ms");
+    }
+
+    /** The peer reads {@code reads} messages of {@code size} bytes, then closes while this side writes. */
+    void peerClosesWhileThisSideWrites(String address, long size, int reads, String what) throws Exception {
+        assumeTransport(address);
+        Handler h = new Handler();
+        try (CommListener l = Comms.listen(URI.create(address), h, options());
+                RunningJvm peer = ClosePeerMain.start(
+                        "close-after", l.address().toString(), Long.toString(size), Integer.toString(reads))) {
+            String closed = peer.awaitLine("CLOSED", Duration.ofSeconds(120));
+            long t0 = System.nanoTime();
+            assertTrue(Long.parseLong(closed) < BOUND.toMillis(), what + ": the peer's close took " + closed + " ms");
+            assertEquals(0, peer.waitFor(Duration.ofSeconds(60)), what + ": the peer's exit code");
+            assertEndedWithin(h, t0, address + ", " + what);
+            stillServes(l);
+        }
+    }
+
+    /** The peer plays {@code mode} ({@code hold}: this side writes; {@code flood}: it reads), then is killed. */
+    void peerKilled(String address, String mode, String what) throws Exception {
+        assumeTransport(address);
+        Handler h = new Handler();
+        try (CommListener l = Comms.listen(URI.create(address), h, options());
+                RunningJvm peer = ClosePeerMain.start(mode, l.address().toString(), Long.toString(64 * MIB))) {
+            peer.awaitLine("READY", Duration.ofSeconds(120));
+            peer.kill9();
+            assertEndedWithin(h, System.nanoTime(), address + ", " + what);
+            stillServes(l);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"ucx://127.0.0.1:0", "tcp://127.0.0.1:0"})
+    void aPeerThatClosesMidRendezvousWhileThisSideWrites(String address) throws Exception {
+        peerClosesWhileThisSideWrites(address, 64 * MIB, 2, "peer closed mid-rendezvous");
+    }
+
+    /** The case: on UCX 1.13 this side aborted (ucp_ep.c), on 1.22 its write hung. */
+    @ParameterizedTest
+    @ValueSource(strings = {"ucx://127.0.0.1:0", "tcp://127.0.0.1:0"})
+    void aPeerThatStopsReadingAndClosesWhileThisSideWrites1MiB(String address) throws Exception {
+        peerClosesWhileThisSideWrites(address, MIB, 20, "peer stopped reading and closed");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"ucx://127.0.0.1:0", "tcp://127.0.0.1:0"})
+    void aPeerKilledWhileThisSideWrites(String address) throws Exception {
+        peerKilled(address, "hold", "peer killed while this side writes");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"ucx://127.0.0.1:0", "tcp://127.0.0.1:0"})
+    void aPeerKilledWhileThisSideReads(String address) throws Exception {
+        peerKilled(address, "flood", "peer killed while this side reads");
+    }
+}
