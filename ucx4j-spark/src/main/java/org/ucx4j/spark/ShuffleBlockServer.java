@@ -142,11 +142,20 @@ final class ShuffleBlockServer implements AutoCloseable {
                     entries.add(new BlockFetchProtocol.Entry(BlockFetchProtocol.OK, block.byteSize(), null));
                     frames.add(Frame.host(block));
                     total += block.byteSize();
-                } catch (IOException | RuntimeException e) {
-                    entries.add(new BlockFetchProtocol.Entry(BlockFetchProtocol.ERROR, 0, "block " + id + ": " + e));
+                } catch (Exception e) {
+                    // Exception, not only RuntimeException: Spark's BlockId.apply throws UnrecognizedBlockId, a
+                    // SparkException (checked, undeclared from Scala), for an id it cannot parse.
+                    // The client gets a short reason; the details (paths on this host) stay in our log.
+                    String reason = e instanceof NotAShuffleBlockException
+                            ? "not a shuffle block"
+                            : "could not be read on the serving executor (see its log)";
+                    LOG.warn("ucx4j shuffle: block {} asked for by {}: {}", id, comm.peerAddress(), e.toString());
+                    entries.add(
+                            new BlockFetchProtocol.Entry(BlockFetchProtocol.ERROR, 0, "block " + id + ": " + reason));
                 }
             }
-            if (total > maxMessageSize) {
+            // The header frame travels in the same message: count it against the limit too.
+            if (total + BlockFetchProtocol.encodeReply(entries).length > maxMessageSize) {
                 // The comm would refuse the whole reply: say why, block by block, instead.
                 String why = "the reply would carry " + total + " bytes, more than max-message-size (" + maxMessageSize
                         + "): raise spark.ucx4j.max-message-size on every executor";
@@ -184,7 +193,7 @@ final class ShuffleBlockServer implements AutoCloseable {
     private MemorySegment map(String id, Arena arena) throws IOException {
         BlockId blockId = BlockId.apply(id);
         if (!(blockId instanceof ShuffleBlockId) && !(blockId instanceof ShuffleBlockBatchId)) {
-            throw new IllegalArgumentException("not a shuffle block");
+            throw new NotAShuffleBlockException();
         }
         ManagedBuffer data = resolver.getBlockData(blockId, Option.empty());
         if (!(data instanceof FileSegmentManagedBuffer segment)) {
@@ -201,6 +210,15 @@ final class ShuffleBlockServer implements AutoCloseable {
                         + " but " + file + " holds " + channel.size());
             }
             return channel.map(FileChannel.MapMode.READ_ONLY, segment.getOffset(), segment.getLength(), arena);
+        }
+    }
+
+    /** A request named a block id that is not one of a shuffle's blocks. */
+    private static final class NotAShuffleBlockException extends IllegalArgumentException {
+        private static final long serialVersionUID = 1L;
+
+        NotAShuffleBlockException() {
+            super("not a shuffle block");
         }
     }
 
