@@ -35,8 +35,8 @@ import scala.Option;
 
 /**
  * The block server against requests as a hostile or unlucky client sends them, over {@code tcp://}: ids
- * that are not shuffle blocks (or not block ids at all), a block whose file is gone, many small blocks,
- * and a block larger than {@code maxBytesInFlight}. Every request gets a reply entry per id, errors carry
+ * that are not shuffle blocks (or not block ids at all), a block whose file is gone, many small blocks
+ * (copied), and a mapped block larger than {@code maxBytesInFlight}. Every request gets a reply entry per id, errors carry
  * no server paths, and the connection stays usable.
  */
 @Tag("spark")
@@ -116,7 +116,8 @@ class ShuffleBlockServerTest {
     @Test
     void manySmallBlocksAndOneLargerThanTheBytesInFlightBound() throws Exception {
         Path data = dir.resolve("shuffle_0_0_0.data");
-        Files.write(data, bytes(20_000, 0));
+        int whole = (int) (3 * ShuffleBlockServer.MAP_AT_LEAST);
+        Files.write(data, bytes(whole, 0));
         try (ShuffleBlockServer server = server(new TenByteBlocks(data.toFile()), 4096);
                 Comm comm = context.connect(server.address(), options())) {
             String[] ids = new String[1_000];
@@ -128,9 +129,9 @@ class ShuffleBlockServerTest {
             for (int r = 0; r < ids.length; r++) {
                 assertArrayEquals(bytes(10, r * 10), reply.blocks.get(r), ids[r]);
             }
-            // 20,000 bytes in one block, five times maxBytesInFlight: goes alone, whole.
+            // The whole file in one block (mapped, not copied), far more than maxBytesInFlight: goes alone, whole.
             assertArrayEquals(
-                    bytes(20_000, 0),
+                    bytes(whole, 0),
                     request(comm, new String[] {"shuffle_0_0_999999"}).blocks.get(0));
         }
     }
