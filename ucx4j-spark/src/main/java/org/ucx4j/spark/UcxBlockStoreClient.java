@@ -32,13 +32,15 @@ import org.ucx4j.comm.Message;
  * remote shuffle fetch, already bounded by Spark's {@code spark.reducer.maxSizeInFlight},
  * {@code spark.reducer.maxReqsInFlight} and {@code spark.reducer.maxBlocksInFlightPerAddress}.
  *
- * <p>Each {@link #fetchBlocks} runs on a virtual thread of its own: it takes an idle comm to the peer's
- * server (or connects one), sends one request with every block id, waits at most
- * {@code spark.ucx4j.shuffle.timeout} for the reply, checks that every block came whole, and completes the
- * listener once per block. Any failure (peer dead or unreachable, refused handshake, a block the peer
+ * <p>Each {@link #fetchBlocks} runs on a virtual thread of its own (one per request: a fetch of more
+ * blocks than one reply may carry, {@link #requestLimit}, is split): it takes an idle comm to the peer's
+ * server (or connects one), sends the request and waits for the reply, both within one
+ * {@code spark.ucx4j.shuffle.timeout}, checks that every block came whole, and completes the listener
+ * exactly once per block (a listener that throws is logged, not retried or failed again). Any failure (peer dead or unreachable, refused handshake, a block the peer
  * could not serve, a reply that does not match its header, a timeout) completes the listener with
  * {@link BlockFetchingListener#onBlockFetchFailure} for every block not yet delivered, which Spark turns
- * into a {@code FetchFailedException} and a re-run of the map stage. A connection that failed is retried
+ * into a {@code FetchFailedException} and a re-run of the map stage; so does a failing address lookup at
+ * the driver (any {@link Throwable}, Spark's checked exceptions included). A connection that failed is retried
  * {@code spark.shuffle.io.maxRetries} times, {@code spark.shuffle.io.retryWait} apart, as Spark's Netty
  * client does; errors the peer reported are not.
  *
