@@ -5,10 +5,12 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Executor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.network.buffer.FileSegmentManagedBuffer;
@@ -31,13 +33,14 @@ import scala.Option;
  * Serves this executor's shuffle blocks to other executors over a ucx4j comm listener.
  *
  * <p>Each request names blocks; each is resolved through Spark's own {@link ShuffleBlockResolver} (the
- * index file gives the data file's range) and that range of the data file is mapped and sent as a frame
- * as it is (zero-copy: no copy in the JVM; over {@code ucx://} UCX reads the mapped pages, over
- * {@code tcp://} they go from the page cache to the socket). A block that cannot be served (unknown,
- * deleted, not a shuffle block) gets an error entry that the client turns into a fetch failure; nothing is
- * dropped silently. The bytes being sent at once, all peers together, are bounded by
- * {@code spark.ucx4j.shuffle.server.maxBytesInFlight} (a reply larger than the bound waits until nothing
- * else is in flight, then goes alone).
+ * index file gives the data file's range). The reply's size is known from the index alone; the server then
+ * waits for its share of {@code spark.ucx4j.shuffle.server.maxBytesInFlight} (the bytes being sent at once,
+ * all peers together; a reply larger than the bound waits until nothing else is in flight, then goes
+ * alone), and only then reads the blocks: a range of at least {@link #MAP_AT_LEAST} bytes is mapped and
+ * sent as it is (no copy in the JVM; over {@code ucx://} UCX reads the mapped pages, over {@code tcp://}
+ * they go from the page cache to the socket), a smaller one is copied into the heap. A block that cannot
+ * be served (unknown, deleted, not a shuffle block) gets an error entry with a short reason (details stay
+ * in this executor's log) that the client turns into a fetch failure; nothing is dropped silently.
  *
  * <p>Threading: each accepted comm is served on its own virtual thread, one request at a time.
  * Ownership: the shuffle manager owns it and closes it at stop; closing stops accepting and aborts the
@@ -45,6 +48,17 @@ import scala.Option;
  */
 final class ShuffleBlockServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ShuffleBlockServer.class);
+
+    /**
+     * Blocks of at least this many bytes are mapped, smaller ones copied. Maps are taken only under
+     * permits, so at most {@code maxBytesInFlight / MAP_AT_LEAST} are live at once (plus those of the one
+     * reply larger than the bound that goes alone), far below Linux's {@code vm.max_map_count}.
+     */
+    static final long MAP_AT_LEAST = 1 << 20;
+
+    /** Where replies' completions run: never the transport's progress thread. */
+    private static final Executor REPLY_DONE =
+            task -> Thread.ofVirtual().name("ucx4j-shuffle-reply-done").start(task);
 
     private final ShuffleBlockResolver resolver;
     private final long maxMessageSize;
@@ -128,79 +142,172 @@ final class ShuffleBlockServer implements AutoCloseable {
     }
 
     private void serveRequest(Comm comm, List<String> ids) {
+        // Sizes come from the index first; memory is taken (permits, then copies and maps) only for a reply
+        // that will go, so requests waiting for permits hold nothing but their list.
         List<BlockFetchProtocol.Entry> entries = new ArrayList<>(ids.size());
+        List<FileSegmentManagedBuffer> blocks = new ArrayList<>(ids.size());
+        long total = 0;
+        for (String id : ids) {
+            try {
+                FileSegmentManagedBuffer block = resolve(id);
+                entries.add(new BlockFetchProtocol.Entry(BlockFetchProtocol.OK, block.getLength(), null));
+                blocks.add(block);
+                total += block.getLength();
+            } catch (Exception e) {
+                // Exception, not only RuntimeException: Spark's BlockId.apply throws UnrecognizedBlockId, a
+                // SparkException (checked, undeclared from Scala), for an id it cannot parse.
+                entries.add(refusal(comm, id, e));
+                blocks.add(null);
+            }
+        }
+        if (refuseIfTooLarge(entries, total)) {
+            blocks.replaceAll(b -> null);
+            total = 0;
+        }
+        int permits = (int) Math.min(permitsTotal, Math.max(1, (total + bytesPerPermit - 1) / bytesPerPermit));
+        bytesInFlight.acquireUninterruptibly(permits);
         List<Frame> frames = new ArrayList<>(ids.size() + 1);
         frames.add(null);
-        long total = 0;
-        Arena arena = Arena.ofShared();
+        Arena maps = null;
         boolean sent = false;
-        int permits = 0;
         try {
-            for (String id : ids) {
+            for (int i = 0; i < blocks.size(); i++) {
+                FileSegmentManagedBuffer block = blocks.get(i);
+                if (block == null) {
+                    continue;
+                }
                 try {
-                    MemorySegment block = map(id, arena);
-                    entries.add(new BlockFetchProtocol.Entry(BlockFetchProtocol.OK, block.byteSize(), null));
-                    frames.add(Frame.host(block));
-                    total += block.byteSize();
+                    if (block.getLength() >= MAP_AT_LEAST) {
+                        if (maps == null) {
+                            maps = Arena.ofShared();
+                        }
+                        frames.add(Frame.host(map(block, maps)));
+                    } else {
+                        frames.add(Frame.of(copy(block)));
+                    }
                 } catch (IOException | RuntimeException e) {
-                    entries.add(new BlockFetchProtocol.Entry(BlockFetchProtocol.ERROR, 0, "block " + id + ": " + e));
+                    entries.set(i, refusal(comm, ids.get(i), e));
+                    total -= block.getLength();
                 }
             }
-            if (total > maxMessageSize) {
-                // The comm would refuse the whole reply: say why, block by block, instead.
-                String why = "the reply would carry " + total + " bytes, more than max-message-size (" + maxMessageSize
-                        + "): raise spark.ucx4j.max-message-size on every executor";
-                entries.replaceAll(e -> new BlockFetchProtocol.Entry(BlockFetchProtocol.ERROR, 0, why));
+            if (refuseIfTooLarge(entries, total)) {
                 frames.subList(1, frames.size()).clear();
                 total = 0;
             }
             frames.set(0, Frame.of(BlockFetchProtocol.encodeReply(entries)));
-            permits = (int) Math.min(permitsTotal, Math.max(1, (total + bytesPerPermit - 1) / bytesPerPermit));
-            bytesInFlight.acquireUninterruptibly(permits);
             int held = permits;
             long bytes = total;
-            comm.writeAsync(Message.of(frames)).whenComplete((ok, failure) -> {
-                bytesInFlight.release(held);
-                arena.close();
-                if (failure == null) {
-                    bytesServed.addAndGet(bytes);
-                } else {
-                    // The peer waits for this reply: drop the connection so that its fetch fails now.
-                    LOG.warn("ucx4j shuffle: a reply to {} failed: {}", comm.peerAddress(), failure.toString());
-                    comm.abort();
-                }
-            });
+            Arena toClose = maps;
+            // Completion runs off the transport's progress thread: closing a shared arena is a handshake
+            // with every thread, which that thread must not wait for.
+            comm.writeAsync(Message.of(frames))
+                    .whenCompleteAsync(
+                            (ok, failure) -> {
+                                bytesInFlight.release(held);
+                                if (toClose != null) {
+                                    toClose.close();
+                                }
+                                if (failure == null) {
+                                    bytesServed.addAndGet(bytes);
+                                } else {
+                                    // The peer waits for this reply: drop the connection so its fetch fails now.
+                                    LOG.warn(
+                                            "ucx4j shuffle: a reply to {} failed: {}",
+                                            comm.peerAddress(),
+                                            failure.toString());
+                                    comm.abort();
+                                }
+                            },
+                            REPLY_DONE);
             sent = true;
         } finally {
             if (!sent) {
-                if (permits > 0) {
-                    bytesInFlight.release(permits);
+                bytesInFlight.release(permits);
+                if (maps != null) {
+                    maps.close();
                 }
-                arena.close();
             }
         }
     }
 
-    private MemorySegment map(String id, Arena arena) throws IOException {
+    /** An error entry with a short reason for the client; the details (paths on this host) go to our log. */
+    private static BlockFetchProtocol.Entry refusal(Comm comm, String id, Exception e) {
+        String reason = e instanceof NotAShuffleBlockException
+                ? "not a shuffle block"
+                : "could not be read on the serving executor (see its log)";
+        LOG.warn("ucx4j shuffle: block {} asked for by {}: {}", id, comm.peerAddress(), e.toString());
+        return new BlockFetchProtocol.Entry(BlockFetchProtocol.ERROR, 0, "block " + id + ": " + reason);
+    }
+
+    /**
+     * Replaces every entry by an error when the reply (its blocks and its header frame) would exceed
+     * max-message-size, which the comm would refuse whole.
+     */
+    private boolean refuseIfTooLarge(List<BlockFetchProtocol.Entry> entries, long total) {
+        if (total + BlockFetchProtocol.encodeReply(entries).length <= maxMessageSize) {
+            return false;
+        }
+        String why = "the reply would carry " + total + " bytes, more than max-message-size (" + maxMessageSize
+                + "): raise spark.ucx4j.max-message-size on every executor";
+        entries.replaceAll(e -> new BlockFetchProtocol.Entry(BlockFetchProtocol.ERROR, 0, why));
+        return true;
+    }
+
+    private FileSegmentManagedBuffer resolve(String id) {
         BlockId blockId = BlockId.apply(id);
         if (!(blockId instanceof ShuffleBlockId) && !(blockId instanceof ShuffleBlockBatchId)) {
-            throw new IllegalArgumentException("not a shuffle block");
+            throw new NotAShuffleBlockException();
         }
         ManagedBuffer data = resolver.getBlockData(blockId, Option.empty());
         if (!(data instanceof FileSegmentManagedBuffer segment)) {
             throw new IllegalStateException(
                     "the resolver gave a " + data.getClass().getName() + ", not a file range");
         }
-        if (segment.getLength() == 0) {
-            return MemorySegment.ofArray(new byte[0]);
+        return segment;
+    }
+
+    private static FileChannel open(FileSegmentManagedBuffer block) throws IOException {
+        File file = block.getFile();
+        FileChannel channel = FileChannel.open(file.toPath(), StandardOpenOption.READ);
+        if (block.getOffset() + block.getLength() > channel.size()) {
+            long size = channel.size();
+            channel.close();
+            throw new IOException("the index says " + block.getLength() + " bytes at " + block.getOffset() + " but "
+                    + file + " holds " + size);
         }
-        File file = segment.getFile();
-        try (FileChannel channel = FileChannel.open(file.toPath(), StandardOpenOption.READ)) {
-            if (segment.getOffset() + segment.getLength() > channel.size()) {
-                throw new IOException("the index says " + segment.getLength() + " bytes at " + segment.getOffset()
-                        + " but " + file + " holds " + channel.size());
+        return channel;
+    }
+
+    /** A small block, read into the heap (a mapping each would exhaust the process's map count). */
+    private static byte[] copy(FileSegmentManagedBuffer block) throws IOException {
+        byte[] bytes = new byte[Math.toIntExact(block.getLength())];
+        if (bytes.length == 0) {
+            return bytes;
+        }
+        try (FileChannel channel = open(block)) {
+            ByteBuffer into = ByteBuffer.wrap(bytes);
+            while (into.hasRemaining()) {
+                if (channel.read(into, block.getOffset() + into.position()) < 0) {
+                    throw new IOException(block.getFile() + " ended early");
+                }
             }
-            return channel.map(FileChannel.MapMode.READ_ONLY, segment.getOffset(), segment.getLength(), arena);
+        }
+        return bytes;
+    }
+
+    /** A large block, mapped: sent from the page cache without a copy in the JVM. */
+    private static MemorySegment map(FileSegmentManagedBuffer block, Arena arena) throws IOException {
+        try (FileChannel channel = open(block)) {
+            return channel.map(FileChannel.MapMode.READ_ONLY, block.getOffset(), block.getLength(), arena);
+        }
+    }
+
+    /** A request named a block id that is not one of a shuffle's blocks. */
+    private static final class NotAShuffleBlockException extends IllegalArgumentException {
+        private static final long serialVersionUID = 1L;
+
+        NotAShuffleBlockException() {
+            super("not a shuffle block");
         }
     }
 

@@ -1,13 +1,18 @@
 package org.ucx4j.spark;
 
 import java.net.URI;
+import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.Deque;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.network.shuffle.BlockFetchingListener;
 import org.apache.spark.network.shuffle.BlockStoreClient;
@@ -27,13 +32,15 @@ import org.ucx4j.comm.Message;
  * remote shuffle fetch, already bounded by Spark's {@code spark.reducer.maxSizeInFlight},
  * {@code spark.reducer.maxReqsInFlight} and {@code spark.reducer.maxBlocksInFlightPerAddress}.
  *
- * <p>Each {@link #fetchBlocks} runs on a virtual thread of its own: it takes an idle comm to the peer's
- * server (or connects one), sends one request with every block id, waits at most
- * {@code spark.ucx4j.shuffle.timeout} for the reply, checks that every block came whole, and completes the
- * listener once per block. Any failure (peer dead or unreachable, refused handshake, a block the peer
+ * <p>Each {@link #fetchBlocks} runs on a virtual thread of its own (one per request: a fetch of more
+ * blocks than one reply may carry, {@link #requestLimit}, is split): it takes an idle comm to the peer's
+ * server (or connects one), sends the request and waits for the reply, both within one
+ * {@code spark.ucx4j.shuffle.timeout}, checks that every block came whole, and completes the listener
+ * exactly once per block (a listener that throws is logged, not retried or failed again). Any failure (peer dead or unreachable, refused handshake, a block the peer
  * could not serve, a reply that does not match its header, a timeout) completes the listener with
  * {@link BlockFetchingListener#onBlockFetchFailure} for every block not yet delivered, which Spark turns
- * into a {@code FetchFailedException} and a re-run of the map stage. A connection that failed is retried
+ * into a {@code FetchFailedException} and a re-run of the map stage; so does a failing address lookup at
+ * the driver (any {@link Throwable}, Spark's checked exceptions included). A connection that failed is retried
  * {@code spark.shuffle.io.maxRetries} times, {@code spark.shuffle.io.retryWait} apart, as Spark's Netty
  * client does; errors the peer reported are not.
  *
@@ -78,18 +85,35 @@ final class UcxBlockStoreClient extends BlockStoreClient {
             String[] blockIds,
             BlockFetchingListener listener,
             DownloadFileManager downloadFileManager) {
-        String[] ids = blockIds.clone();
-        threads.newThread(() -> fetchWithRetries(execId, ids, listener)).start();
+        // One request carries at most what the server accepts (BlockFetchProtocol.MAX_BLOCKS) and what its
+        // reply can carry (a frame per block plus the header within max-frames): split larger fetches.
+        int perRequest = requestLimit(settings.options().maxFrames());
+        for (int from = 0; from < blockIds.length; from += perRequest) {
+            String[] ids = Arrays.copyOfRange(blockIds, from, Math.min(blockIds.length, from + perRequest));
+            threads.newThread(() -> fetchWithRetries(execId, ids, listener)).start();
+        }
+    }
+
+    /**
+     * Most block ids one request may carry.
+     *
+     * @param maxFrames the comms' {@code max-frames}
+     * @return at least 1
+     */
+    static int requestLimit(int maxFrames) {
+        return Math.max(1, Math.min(BlockFetchProtocol.MAX_BLOCKS, maxFrames - 1));
     }
 
     private void fetchWithRetries(String execId, String[] ids, BlockFetchingListener listener) {
+        // settled[i]: block i has had its one callback (or is having it); failures skip it.
+        boolean[] settled = new boolean[ids.length];
         int attempt = 0;
         while (true) {
             try {
                 if (closed) {
                     throw new CommException("the ucx4j shuffle client is closed");
                 }
-                fetch(registry.lookup(execId), execId, ids, listener);
+                fetch(registry.lookup(execId), execId, ids, listener, settled);
                 return;
             } catch (RetriableFetchException e) {
                 if (attempt++ < settings.maxRetries() && !closed) {
@@ -102,15 +126,19 @@ final class UcxBlockStoreClient extends BlockStoreClient {
                             settings.maxRetries(),
                             settings.retryWait());
                     if (!pause()) {
-                        failAll(ids, listener, e.getCause());
+                        failUnsettled(ids, settled, listener, e.getCause());
                         return;
                     }
                     continue;
                 }
-                failAll(ids, listener, e.getCause());
+                failUnsettled(ids, settled, listener, e.getCause());
                 return;
-            } catch (RuntimeException e) {
-                failAll(ids, listener, e);
+            } catch (Throwable e) {
+                // Anything else, checked exceptions included: the driver's registry is Scala code whose
+                // askSync throws SparkException and RpcTimeoutException undeclared. Every block not yet
+                // delivered must fail, or the reducer waits for it forever (and an uncaught throw here
+                // would end the executor).
+                failUnsettled(ids, settled, listener, e);
                 return;
             }
         }
@@ -135,7 +163,7 @@ final class UcxBlockStoreClient extends BlockStoreClient {
         }
     }
 
-    private void fetch(URI address, String execId, String[] ids, BlockFetchingListener listener) {
+    private void fetch(URI address, String execId, String[] ids, BlockFetchingListener listener, boolean[] settled) {
         Comm comm;
         try {
             comm = borrow(address);
@@ -146,12 +174,16 @@ final class UcxBlockStoreClient extends BlockStoreClient {
         }
         Message reply;
         try {
-            comm.write(Message.ofBytes(BlockFetchProtocol.encodeRequest(ids)));
-            reply = comm.read(settings.fetchTimeout());
+            // One deadline for the request's write and the reply's read: a peer that stops taking data
+            // must not hold the fetch longer than a silent one.
+            long deadline = System.nanoTime() + settings.fetchTimeout().toNanos();
+            awaitWrite(comm.writeAsync(Message.ofBytes(BlockFetchProtocol.encodeRequest(ids))), deadline);
+            reply = comm.read(Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
         } catch (CommTimeoutException e) {
             comm.abort();
             throw new CommTimeoutException(
-                    "executor " + execId + " (" + address + ") sent no reply to a fetch of " + ids.length
+                    "executor " + execId + " (" + address + ") did not take the request for or reply to a fetch of "
+                            + ids.length
                             + " blocks within " + settings.fetchTimeout() + " ("
                             + ShuffleTransportSettings.FETCH_TIMEOUT
                             + ")",
@@ -160,11 +192,33 @@ final class UcxBlockStoreClient extends BlockStoreClient {
             comm.abort();
             throw new RetriableFetchException(e);
         }
-        deliver(comm, address, execId, ids, reply, listener);
+        deliver(comm, address, execId, ids, reply, listener, settled);
+    }
+
+    private static void awaitWrite(CompletableFuture<Void> write, long deadline) {
+        try {
+            write.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            throw new CommTimeoutException("the request was not sent", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException r) {
+                throw r;
+            }
+            throw new CommException("sending the request failed", e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CommException("interrupted while sending the request", e);
+        }
     }
 
     private void deliver(
-            Comm comm, URI address, String execId, String[] ids, Message reply, BlockFetchingListener listener) {
+            Comm comm,
+            URI address,
+            String execId,
+            String[] ids,
+            Message reply,
+            BlockFetchingListener listener,
+            boolean[] settled) {
         List<BlockFetchProtocol.Entry> entries;
         try {
             if (reply.frameCount() < 1) {
@@ -202,36 +256,60 @@ final class UcxBlockStoreClient extends BlockStoreClient {
         // Reported before the blocks reach Spark, so that the report is on its way before the task ends.
         bytesFetched.addAndGet(bytes);
         if (bytes > 0) {
-            registry.reportFetched(localExecutorId, bytes);
+            try {
+                registry.reportFetched(localExecutorId, bytes);
+            } catch (Throwable e) {
+                LOG.warn("ucx4j shuffle: reporting {} fetched bytes to the driver failed: {}", bytes, e.toString());
+            }
         }
         ReceivedBlockBuffer.SharedReply shared = new ReceivedBlockBuffer.SharedReply(reply, served + 1);
         int frame = 1;
         try {
             for (int i = 0; i < ids.length; i++) {
                 BlockFetchProtocol.Entry e = entries.get(i);
+                settled[i] = true;
                 if (e.status() == BlockFetchProtocol.OK) {
                     ReceivedBlockBuffer buffer =
-                            new ReceivedBlockBuffer(shared, reply.frame(frame++).segment());
+                            new ReceivedBlockBuffer(shared, reply.frame(frame).segment());
+                    frame++;
                     try {
                         listener.onBlockFetchSuccess(ids[i], buffer);
+                    } catch (Throwable t) {
+                        LOG.warn("ucx4j shuffle: Spark's listener failed on block {}: {}", ids[i], t.toString());
                     } finally {
                         buffer.release();
                     }
                 } else {
-                    listener.onBlockFetchFailure(
+                    notifyFailure(
+                            listener,
                             ids[i],
                             new CommException(
                                     "executor " + execId + " (" + address + ") could not serve " + e.error()));
                 }
             }
         } finally {
-            shared.release();
+            // Blocks never handed out (a throw above) hold a reference each: drop them with ours.
+            for (int f = frame; f <= served + 1; f++) {
+                shared.release();
+            }
         }
     }
 
-    private static void failAll(String[] ids, BlockFetchingListener listener, Throwable cause) {
-        for (String id : ids) {
+    private static void failUnsettled(
+            String[] ids, boolean[] settled, BlockFetchingListener listener, Throwable cause) {
+        for (int i = 0; i < ids.length; i++) {
+            if (!settled[i]) {
+                settled[i] = true;
+                notifyFailure(listener, ids[i], cause);
+            }
+        }
+    }
+
+    private static void notifyFailure(BlockFetchingListener listener, String id, Throwable cause) {
+        try {
             listener.onBlockFetchFailure(id, cause);
+        } catch (Throwable t) {
+            LOG.warn("ucx4j shuffle: Spark's listener failed on the failure of block {}: {}", id, t.toString());
         }
     }
 

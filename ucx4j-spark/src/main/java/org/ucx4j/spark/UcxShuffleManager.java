@@ -142,9 +142,10 @@ public class UcxShuffleManager extends SortShuffleManager {
             LOG.warn("ucx4j shuffle: UCX is unavailable ({}); falling back to tcp://", settings.fallbackReason());
         }
         CommContext context = CommContext.create();
+        ShuffleBlockServer server = null;
         try {
             String host = env.blockManager().blockManagerId().host();
-            ShuffleBlockServer server = new ShuffleBlockServer(context, host, settings, shuffleBlockResolver());
+            server = new ShuffleBlockServer(context, host, settings, shuffleBlockResolver());
             ExecutorAddressRegistry.Client lookups = new ExecutorAddressRegistry.Client(conf, env.rpcEnv());
             lookups.register(env.executorId(), server.address());
             LOG.info("{}", settings.describe(server.address().toString()));
@@ -154,8 +155,16 @@ public class UcxShuffleManager extends SortShuffleManager {
             }
             return new Executor(
                     context, settings, server, new UcxBlockStoreClient(context, settings, lookups, env.executorId()));
-        } catch (RuntimeException e) {
-            context.close();
+        } catch (Throwable e) {
+            // Also the driver's SparkException or RpcTimeoutException from register (Scala: undeclared):
+            // without this, each task that tries to start would leak a context and a listening server.
+            try {
+                if (server != null) {
+                    server.close();
+                }
+            } finally {
+                context.close();
+            }
             throw e;
         }
     }

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -57,17 +58,7 @@ class UcxBlockStoreClientTest {
     @ParameterizedTest
     @ValueSource(strings = {"tcp", "ucx"})
     void servedBlocksArriveWhole(String scheme) throws Exception {
-        Map<String, Object> outcome = fetch(
-                scheme,
-                null,
-                null,
-                comm -> reply(
-                        comm,
-                        List.of(
-                                new BlockFetchProtocol.Entry(BlockFetchProtocol.OK, 3, null),
-                                new BlockFetchProtocol.Entry(BlockFetchProtocol.OK, 5, null)),
-                        new byte[] {1, 2, 3},
-                        new byte[] {4, 5, 6, 7, 8}));
+        Map<String, Object> outcome = fetch(scheme, null, null, UcxBlockStoreClientTest::serveTwoBlocks);
         assertEquals("1,2,3", outcome.get("a"));
         assertEquals("4,5,6,7,8", outcome.get("b"));
         assertEquals(8, reported.get());
@@ -148,6 +139,53 @@ class UcxBlockStoreClientTest {
         assertInstanceOf(CommAuthenticationException.class, outcome.get("a"));
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp"})
+    void driverLookupFailureFailsEveryBlock(String scheme) throws Exception {
+        // The driver's registry is Scala: askSync throws SparkException, a checked exception, undeclared.
+        PeerDirectory unreachableDriver = new PeerDirectory() {
+            @Override
+            public URI lookup(String executorId) {
+                throw UcxBlockStoreClientTest.<RuntimeException>sneakyThrow(
+                        new org.apache.spark.SparkException("the driver did not answer"));
+            }
+
+            @Override
+            public void reportFetched(String executorId, long bytes) {}
+        };
+        Map<String, Object> outcome =
+                fetchFrom(URI.create(scheme + "://127.0.0.1:1"), options(null), unreachableDriver, null);
+        for (String id : List.of("a", "b")) {
+            Throwable failure = assertInstanceOf(org.apache.spark.SparkException.class, outcome.get(id));
+            assertTrue(failure.getMessage().contains("did not answer"), failure.getMessage());
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "ucx"})
+    void listenerThatThrowsStillGetsEveryBlockOnce(String scheme) throws Exception {
+        Map<String, Object> outcome = fetch(scheme, null, null, UcxBlockStoreClientTest::serveTwoBlocks, "a");
+        // "a" was delivered (the listener threw after taking it): it must not also fail, and "b" still comes.
+        assertEquals("1,2,3", outcome.get("a"));
+        assertEquals("4,5,6,7,8", outcome.get("b"));
+    }
+
+    /** Serves "a" as 1,2,3 and "b" as 4,5,6,7,8. */
+    private static void serveTwoBlocks(Comm comm) {
+        reply(
+                comm,
+                List.of(
+                        new BlockFetchProtocol.Entry(BlockFetchProtocol.OK, 3, null),
+                        new BlockFetchProtocol.Entry(BlockFetchProtocol.OK, 5, null)),
+                new byte[] {1, 2, 3},
+                new byte[] {4, 5, 6, 7, 8});
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T extends Throwable> T sneakyThrow(Throwable t) throws T {
+        throw (T) t;
+    }
+
     private static void requireTransport(String scheme) {
         if (scheme.equals("ucx")) {
             Requirements.assumeUcx();
@@ -156,6 +194,13 @@ class UcxBlockStoreClientTest {
 
     /** Serves with {@code behaviour} (called with the comm after reading one request), fetches "a" and "b". */
     private Map<String, Object> fetch(String scheme, String serverSecret, String clientSecret, Consumer<Comm> behaviour)
+            throws Exception {
+        return fetch(scheme, serverSecret, clientSecret, behaviour, null);
+    }
+
+    /** As above; Spark's listener throws after taking block {@code throwOn}. */
+    private Map<String, Object> fetch(
+            String scheme, String serverSecret, String clientSecret, Consumer<Comm> behaviour, String throwOn)
             throws Exception {
         requireTransport(scheme);
         try (CommListener server = context.listen(
@@ -170,11 +215,20 @@ class UcxBlockStoreClientTest {
                     }
                 },
                 options(serverSecret))) {
-            return fetchFrom(server.address(), options(clientSecret));
+            return fetchFrom(server.address(), options(clientSecret), null, throwOn);
         }
     }
 
     private Map<String, Object> fetchFrom(URI address, CommOptions options) throws Exception {
+        return fetchFrom(address, options, null, null);
+    }
+
+    /**
+     * Fetches "a" and "b" from {@code address} (or where {@code directory} says, when given); the listener
+     * throws after taking block {@code throwOn}. Fails if any block gets a second callback.
+     */
+    private Map<String, Object> fetchFrom(
+            URI address, CommOptions options, PeerDirectory directoryOrNull, String throwOn) throws Exception {
         ShuffleTransportSettings settings = new ShuffleTransportSettings(
                 address.getScheme(),
                 address.getScheme(),
@@ -185,18 +239,21 @@ class UcxBlockStoreClientTest {
                 1,
                 Duration.ofMillis(100),
                 false);
-        PeerDirectory directory = new PeerDirectory() {
-            @Override
-            public URI lookup(String executorId) {
-                return address;
-            }
+        PeerDirectory directory = directoryOrNull != null
+                ? directoryOrNull
+                : new PeerDirectory() {
+                    @Override
+                    public URI lookup(String executorId) {
+                        return address;
+                    }
 
-            @Override
-            public void reportFetched(String executorId, long bytes) {
-                reported.addAndGet(bytes);
-            }
-        };
+                    @Override
+                    public void reportFetched(String executorId, long bytes) {
+                        reported.addAndGet(bytes);
+                    }
+                };
         Map<String, Object> outcome = new ConcurrentHashMap<>();
+        List<String> twice = new CopyOnWriteArrayList<>();
         CompletableFuture<Void> done = new CompletableFuture<>();
         try (UcxBlockStoreClient client = new UcxBlockStoreClient(context, settings, directory, "test")) {
             client.fetchBlocks(
@@ -213,18 +270,24 @@ class UcxBlockStoreClientTest {
                                 for (byte b : bytes) {
                                     s.append(s.isEmpty() ? "" : ",").append(b);
                                 }
-                                outcome.put(blockId, s.toString());
+                                settle(blockId, s.toString());
                             } catch (IOException e) {
-                                outcome.put(blockId, e);
+                                settle(blockId, e);
                             }
-                            if (outcome.size() == 2) {
-                                done.complete(null);
+                            if (blockId.equals(throwOn)) {
+                                throw new IllegalStateException("the listener fails on " + blockId);
                             }
                         }
 
                         @Override
                         public void onBlockFetchFailure(String blockId, Throwable failure) {
-                            outcome.put(blockId, failure);
+                            settle(blockId, failure);
+                        }
+
+                        private void settle(String blockId, Object result) {
+                            if (outcome.putIfAbsent(blockId, result) != null) {
+                                twice.add(blockId + ": " + outcome.get(blockId) + ", then " + result);
+                            }
                             if (outcome.size() == 2) {
                                 done.complete(null);
                             }
@@ -233,6 +296,7 @@ class UcxBlockStoreClientTest {
                     null);
             done.get(60, TimeUnit.SECONDS);
         }
+        assertEquals(List.of(), twice, "blocks that got a second callback");
         return outcome;
     }
 
