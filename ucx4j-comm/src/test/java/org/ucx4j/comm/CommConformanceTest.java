@@ -242,18 +242,18 @@ abstract class CommConformanceTest {
         // max-unclosed-bytes, which stops every comm of the context receiving (the next test's too).
         CommListener l = listen(comm -> {
             try (comm) {
-                long size;
+                long got;
                 long sum = 0;
                 try (Message m = comm.read()) {
                     MemorySegment f = m.frame(0).segment();
-                    size = f.byteSize();
-                    for (long i = 0; i < size; i += 4096) {
+                    got = f.byteSize();
+                    for (long i = 0; i < got; i += 4096) {
                         sum += f.get(ValueLayout.JAVA_BYTE, i);
                     }
-                    sum += f.get(ValueLayout.JAVA_BYTE, size - 1);
+                    sum += f.get(ValueLayout.JAVA_BYTE, got - 1);
                 }
                 comm.write(Message.ofBytes(
-                        ByteBuffer.allocate(16).putLong(size).putLong(sum).array()));
+                        ByteBuffer.allocate(16).putLong(got).putLong(sum).array()));
                 comm.read(Duration.ofSeconds(30));
             } catch (CommClosedException e) {
                 // done
