@@ -243,46 +243,42 @@ class UcxListenerExposureTest {
 
     @Test
     void withASecretAnIplessHelloWhoseWorkerAddressIsNotVouchedForNeverReachesUcx() throws Exception {
-        CommOptions o = options(UcxConfig.builder().set(CommKeys.AUTH_SECRET, "exposure-test-secret"), DEADLINE);
-        UcxTransport.Listener l = listen(o);
-        URI ipless = l.addresses().get(1);
-        UcxTransport.IplessAddress a = UcxTransport.parseIpless(ipless);
         // A HELLO that claims a secret, with a worker address UCX would abort the process on (UCX parses
         // worker addresses with assertions, on 1.13 and 1.22 alike) and a MAC made without the secret.
-        byte[] notAnAddress = new byte[200];
-        Arrays.fill(notAnAddress, (byte) 0x5a);
         byte[] forgedMac = new byte[Handshake.MAC_BYTES];
-        byte[] hello =
-                Handshake.hello(true, new byte[Handshake.NONCE_BYTES], 77, "mallory", "x", notAnAddress, forgedMac);
-        try (UcxContext ctx = UcxContext.create();
-                UcxWorker w = ctx.newWorker()) {
-            UcxEndpoint ep = w.connect(a.worker());
-            ep.tagSend(hello, a.acceptTag());
-            await("the forged HELLO refused").atMost(DEADLINE).until(() -> l.refusals() == 1);
-            assertTrue(l.lastRefusal().contains("no valid MAC of its worker address"), l.lastRefusal());
-            ep.closeAsync(CloseMode.FORCE);
-        }
-        stillServes(ipless, o);
-        stillServes(l.address(), o);
+        iplessHelloIsRefusedBeforeUcx(
+                Handshake.hello(
+                        true, new byte[Handshake.NONCE_BYTES], 77, "mallory", "x", notAWorkerAddress(), forgedMac),
+                "no valid MAC of its worker address");
     }
 
     @Test
     void withASecretAnIplessHelloClaimingNoSecretNeverReachesUcx() throws Exception {
+        // "I have no secret" must not skip the MAC check: the disagreement would be refused by the
+        // handshake, but only after the listener had given this address to UCX (which aborts on it).
+        iplessHelloIsRefusedBeforeUcx(
+                Handshake.hello(false, new byte[Handshake.NONCE_BYTES], 77, "mallory", "x", notAWorkerAddress()),
+                "without the shared secret");
+    }
+
+    private static byte[] notAWorkerAddress() {
+        byte[] bytes = new byte[200];
+        Arrays.fill(bytes, (byte) 0x5a);
+        return bytes;
+    }
+
+    /** Sends {@code hello} to the accept tag of a listener with a secret: refused, and both addresses serve. */
+    private void iplessHelloIsRefusedBeforeUcx(byte[] hello, String reason) throws Exception {
         CommOptions o = options(UcxConfig.builder().set(CommKeys.AUTH_SECRET, "exposure-test-secret"), DEADLINE);
         UcxTransport.Listener l = listen(o);
         URI ipless = l.addresses().get(1);
         UcxTransport.IplessAddress a = UcxTransport.parseIpless(ipless);
-        // "I have no secret" must not skip the MAC check: the disagreement would be refused by the
-        // handshake, but only after the listener had given this address to UCX (which aborts on it).
-        byte[] notAnAddress = new byte[200];
-        Arrays.fill(notAnAddress, (byte) 0x5a);
-        byte[] hello = Handshake.hello(false, new byte[Handshake.NONCE_BYTES], 77, "mallory", "x", notAnAddress);
         try (UcxContext ctx = UcxContext.create();
                 UcxWorker w = ctx.newWorker()) {
             UcxEndpoint ep = w.connect(a.worker());
             ep.tagSend(hello, a.acceptTag());
-            await("the HELLO without a secret refused").atMost(DEADLINE).until(() -> l.refusals() == 1);
-            assertTrue(l.lastRefusal().contains("without the shared secret"), l.lastRefusal());
+            await("the HELLO refused").atMost(DEADLINE).until(() -> l.refusals() == 1);
+            assertTrue(l.lastRefusal().contains(reason), l.lastRefusal());
             ep.closeAsync(CloseMode.FORCE);
         }
         stillServes(ipless, o);
