@@ -59,6 +59,11 @@ final class UcxRuntime {
     private static final long DRAIN_BUDGET_NANOS = 20_000_000L;
 
     private static final java.time.Duration DRAIN_AGAIN = java.time.Duration.ofMillis(1);
+    /**
+     * What one pass must discard for the drain to go on at once: a trickle waits for the next interval,
+     * so a slow sender of garbage cannot keep the drain (and the progress thread it uses) busy.
+     */
+    private static final int DRAIN_FLOOD = 256;
 
     private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
 
@@ -214,7 +219,7 @@ final class UcxRuntime {
                 int n;
                 do {
                     n = drain();
-                    more = n > 0;
+                    more = n >= DRAIN_FLOOD;
                 } while (more && System.nanoTime() - until < 0);
             } catch (RuntimeException e) {
                 if (!closed) {
