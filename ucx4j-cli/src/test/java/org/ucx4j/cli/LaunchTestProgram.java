@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeSet;
+import java.util.concurrent.CountDownLatch;
 import java.util.stream.Stream;
 import org.ucx4j.cluster.Cluster;
 import org.ucx4j.cluster.ClusterMesh;
@@ -124,8 +125,6 @@ public final class LaunchTestProgram {
     }
 
     private static void waitForever() throws InterruptedException {
-        while (true) {
-            Thread.sleep(60_000); // a worker that only waits to be stopped
-        }
+        new CountDownLatch(1).await(); // a worker that only waits to be stopped
     }
 }

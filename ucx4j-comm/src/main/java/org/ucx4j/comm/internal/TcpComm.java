@@ -36,7 +36,7 @@ import org.ucx4j.comm.Message;
  * a platform reader thread (and its 1 MiB stack reservation).
  *
  * <p>Bounds: a message's bytes are taken from the comm's and, for accepted comms, the listener's
- * {@link BlockingInFlightBudget} before its memory is allocated, and given back once it is complete; and the
+ * {@link InFlightBudget} before its memory is allocated, and given back once it is complete; and the
  * comm context's budget of unclosed messages ({@link MessageScopes#admit}) gates the next read.
  */
 final class TcpComm extends AbstractComm {
@@ -62,9 +62,9 @@ final class TcpComm extends AbstractComm {
     /** The arenas received messages live in: the transport's (its comm context's). */
     private final MessageScopes scopes;
     /** Bytes this comm is receiving at once ({@code max-in-flight}). */
-    private final BlockingInFlightBudget inFlight;
+    private final InFlightBudget inFlight;
     /** The accepting listener's budget ({@code max-in-flight-per-listener}), or null. */
-    private final BlockingInFlightBudget listenerInFlight;
+    private final InFlightBudget listenerInFlight;
 
     private record PendingWrite(ByteBuffer[] buffers, CompletableFuture<Void> done) {}
 
@@ -75,11 +75,11 @@ final class TcpComm extends AbstractComm {
             URI local,
             URI peer,
             String peerIdentity,
-            BlockingInFlightBudget listenerInFlight) {
+            InFlightBudget listenerInFlight) {
         super(options, local, peer, peerIdentity);
         this.channel = channel;
         this.scopes = scopes;
-        this.inFlight = new BlockingInFlightBudget(options.maxInFlight());
+        this.inFlight = new InFlightBudget(options.maxInFlight());
         this.listenerInFlight = listenerInFlight;
         Thread.ofVirtual().name("ucx4j-tcp-reader " + peer).start(this::readLoop);
         start();
@@ -177,11 +177,11 @@ final class TcpComm extends AbstractComm {
                 return readFrames(h, t);
             } finally {
                 if (listenerInFlight != null) {
-                    listenerInFlight.giveBack(total);
+                    listenerInFlight.release(total);
                 }
             }
         } finally {
-            inFlight.giveBack(total);
+            inFlight.release(total);
         }
     }
 

@@ -130,7 +130,7 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
         private final URI uri;
         private final AtomicBoolean closed = new AtomicBoolean();
         /** Bytes all accepted comms receive at once ({@code max-in-flight-per-listener}). */
-        private final BlockingInFlightBudget inFlight;
+        private final InFlightBudget inFlight;
 
         Listener(ServerSocketChannel server, MessageScopes scopes, CommHandler handler, CommOptions options)
                 throws IOException {
@@ -140,7 +140,7 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
             this.options = options;
             this.address = (InetSocketAddress) server.getLocalAddress();
             this.uri = Addresses.uri(SCHEME, address);
-            this.inFlight = new BlockingInFlightBudget(options.maxInFlightPerListener());
+            this.inFlight = new InFlightBudget(options.maxInFlightPerListener());
         }
 
         void acceptLoop() {
