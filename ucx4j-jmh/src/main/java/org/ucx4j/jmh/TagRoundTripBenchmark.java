@@ -19,12 +19,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 import org.ucx4j.ProgressMode;
 import org.ucx4j.TagInfo;
-import org.ucx4j.UcxContext;
-import org.ucx4j.UcxEndpoint;
 import org.ucx4j.UcxFuture;
-import org.ucx4j.UcxListener;
-import org.ucx4j.UcxWorker;
-import org.ucx4j.WorkerOptions;
 
 /**
  * The cost of one 8-byte tag message through ucx4j, in one process, both workers caller-driven by the
@@ -46,51 +41,34 @@ public class TagRoundTripBenchmark {
     @Param({"true", "false"})
     public boolean peerErrorHandling;
 
-    private UcxContext context;
-    private UcxWorker server;
-    private UcxWorker client;
-    private UcxEndpoint endpoint;
+    private WorkerPair pair;
     private Arena arena;
     private MemorySegment out;
     private MemorySegment in;
 
+    /** Connects the two caller-driven workers. */
     @Setup(Level.Trial)
     public void connect() throws Exception {
-        context = UcxContext.create();
-        WorkerOptions options = WorkerOptions.builder()
-                .progressMode(ProgressMode.CALLER)
-                .peerErrorHandling(peerErrorHandling)
-                .build();
-        server = context.newWorker(options);
-        client = context.newWorker(options);
-        CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
-        UcxListener listener = server.listen(0, accepted::complete);
-        UcxFuture<UcxEndpoint> connecting =
-                client.connectAsync(new java.net.InetSocketAddress("127.0.0.1", listener.port()), null);
-        while (!connecting.isDone() || !accepted.isDone()) {
-            client.progress();
-            server.progress();
-        }
-        endpoint = connecting.join();
+        pair = new WorkerPair(ProgressMode.CALLER, peerErrorHandling);
         arena = Arena.ofShared();
         out = arena.allocate(8);
         in = arena.allocate(8);
     }
 
+    /** Closes the workers, then the buffers they used. */
     @TearDown(Level.Trial)
     public void close() {
-        context.close();
+        pair.close();
         arena.close();
     }
 
     /** One message: receive posted, send, progress both sides until the receive completes. */
     @Benchmark
     public long tagMessage() {
-        UcxFuture<TagInfo> received = server.tagRecvAsync(in, 1, -1L);
-        UcxFuture<Void> sent = endpoint.tagSendAsync(out, 1);
+        UcxFuture<TagInfo> received = pair.server.tagRecvAsync(in, 1, -1L);
+        UcxFuture<Void> sent = pair.endpoint.tagSendAsync(out, 1);
         while (!received.isDone() || !sent.isDone()) {
-            client.progress();
-            server.progress();
+            pair.progressBoth();
         }
         return received.join().length();
     }
