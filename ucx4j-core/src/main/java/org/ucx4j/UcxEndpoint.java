@@ -87,10 +87,9 @@ public final class UcxEndpoint implements AutoCloseable {
         UcxFuture<Void> f = new UcxFuture<>();
         Operation op = f.track(rt, OperationKind.TAG_SEND, lifecycle, buffer.byteSize());
         lifecycle.ensureOpen();
-        MemorySegment src = Buffers.forSend(op, buffer);
+        long src = Buffers.sendAddress(op, buffer);
         long len = buffer.byteSize();
-        rt.startOp(op, false, Upcalls.SEND, 0, 0, p ->
-                (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, src, len, tag, p));
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (long) Ucp.tag_send_nbx.invokeExact(handle, src, len, tag, p));
         return f;
     }
 
@@ -134,7 +133,7 @@ public final class UcxEndpoint implements AutoCloseable {
         MemorySegment list = Iov.forSend(op, segments);
         long count = segments.size();
         rt.startOp(op, true, Upcalls.SEND, 0, 0, p ->
-                (MemorySegment) Ucp.tag_send_nbx.invokeExact(handle, list, count, tag, p));
+                (long) Ucp.tag_send_nbx.invokeExact(handle, list.address(), count, tag, p));
         return f;
     }
 
@@ -163,10 +162,9 @@ public final class UcxEndpoint implements AutoCloseable {
         }
         Operation op = f.track(rt, OperationKind.STREAM_SEND, lifecycle, buffer.byteSize());
         lifecycle.ensureOpen();
-        MemorySegment src = Buffers.forSend(op, buffer);
+        long src = Buffers.sendAddress(op, buffer);
         long len = buffer.byteSize();
-        rt.startOp(op, false, Upcalls.SEND, 0, 0, p ->
-                (MemorySegment) Ucp.stream_send_nbx.invokeExact(handle, src, len, p));
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (long) Ucp.stream_send_nbx.invokeExact(handle, src, len, p));
         return f;
     }
 
@@ -200,10 +198,10 @@ public final class UcxEndpoint implements AutoCloseable {
         }
         Operation op = f.track(rt, OperationKind.STREAM_RECV, lifecycle, buffer.byteSize());
         lifecycle.ensureOpen();
-        MemorySegment dst = Buffers.forReceive(op, buffer);
+        long dst = Buffers.receiveAddress(op, buffer);
         long len = buffer.byteSize();
         rt.startOp(op, false, Upcalls.STREAM_RECV, OperationTable.OP_ATTR_FIELD_FLAGS, STREAM_RECV_FLAG_WAITALL, p ->
-                (MemorySegment) Ucp.stream_recv_nbx.invokeExact(handle, dst, len, rt.lengthOut, p));
+                (long) Ucp.stream_recv_nbx.invokeExact(handle, dst, len, rt.lengthOut, p));
         return f;
     }
 
@@ -346,7 +344,7 @@ public final class UcxEndpoint implements AutoCloseable {
         int flags = ActiveMessages.SEND_FLAG_REPLY | mode.flag();
         boolean iov = parts != null;
         rt.startOp(op, iov, Upcalls.SEND, OperationTable.OP_ATTR_FIELD_FLAGS, flags, p ->
-                (MemorySegment) Ucp.am_send_nbx.invokeExact(handle, id, hdrPtr, hlen, src, count, p));
+                (long) Ucp.am_send_nbx.invokeExact(handle, id, hdrPtr, hlen, src, count, p));
         return f;
     }
 

@@ -490,12 +490,12 @@ public final class UcxWorker implements AutoCloseable {
     private UcxFuture<TagInfo> tagRecv(UcxEndpoint ep, MemorySegment buffer, long tag, long mask) {
         UcxFuture<TagInfo> f = new UcxFuture<>();
         Operation op = f.track(rt, OperationKind.TAG_RECV, UcxEndpoint.ownerOf(ep), buffer.byteSize());
-        MemorySegment dst = Buffers.forReceive(op, buffer);
+        long dst = Buffers.receiveAddress(op, buffer);
         long len = buffer.byteSize();
         // UCX 1.13 leaves recv_info unset when a receive completes at once from the unexpected queue, so
         // the sender's tag and the length would be lost: always take the callback.
         rt.startOp(op, false, Upcalls.TAG_RECV, OperationTable.OP_ATTR_FLAG_NO_IMM_CMPL, 0, p ->
-                (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, dst, len, tag, mask, p));
+                (long) Ucp.tag_recv_nbx.invokeExact(rt.handle, dst, len, tag, mask, p));
         return f;
     }
 
@@ -534,7 +534,7 @@ public final class UcxWorker implements AutoCloseable {
         MemorySegment list = Iov.forReceive(op, segments);
         long count = segments.size();
         rt.startOp(op, true, Upcalls.TAG_RECV, OperationTable.OP_ATTR_FLAG_NO_IMM_CMPL, 0, p ->
-                (MemorySegment) Ucp.tag_recv_nbx.invokeExact(rt.handle, list, count, tag, mask, p));
+                (long) Ucp.tag_recv_nbx.invokeExact(rt.handle, list.address(), count, tag, mask, p));
         return f;
     }
 
@@ -604,7 +604,7 @@ public final class UcxWorker implements AutoCloseable {
             // NULL: done at once; -1..-100: a status (truncation is the point); else our request, released
             // now so that UCX frees it when the data is in.
             if (request.address() != 0 && Long.compareUnsigned(request.address(), -100L) < 0) {
-                Ucp.request_free.invokeExact(request);
+                Ucp.request_free.invokeExact(request.address());
             }
         } catch (Throwable t) {
             throw NativeCalls.unchecked(t);
@@ -623,7 +623,7 @@ public final class UcxWorker implements AutoCloseable {
         ensureOpen();
         UcxFuture<Void> f = new UcxFuture<>();
         Operation op = f.track(rt, OperationKind.WORKER_FLUSH, null, 0);
-        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (MemorySegment) Ucp.worker_flush_nbx.invokeExact(rt.handle, p));
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (long) Ucp.worker_flush_nbx.invokeExact(rt.handle, p));
         return f;
     }
 

@@ -48,6 +48,17 @@ public final class Ucp {
         return FunctionDescriptor.of(ADDRESS, args);
     }
 
+    /**
+     * A {@code ucs_status_ptr_t} returned as the 64-bit word it is (NULL, a status, or a request), for the
+     * calls made once per message: an {@code ADDRESS} return makes the linker allocate a
+     * {@code MemorySegment} on every call only to have its address read. A pointer and a {@code long}
+     * travel in the same register on the 64-bit platforms UCX and ucx4j support (x86-64, aarch64). The
+     * same calls take their data buffer as a word too (no segment per message for it either).
+     */
+    private static FunctionDescriptor statusWord(java.lang.foreign.MemoryLayout... args) {
+        return FunctionDescriptor.of(JAVA_LONG, args);
+    }
+
     // Library, configuration, context.
     public static final MethodHandle config_read = fn("ucp_config_read", status(ADDRESS, ADDRESS, ADDRESS));
     public static final MethodHandle config_modify = fn("ucp_config_modify", status(ADDRESS, ADDRESS, ADDRESS));
@@ -72,7 +83,7 @@ public final class Ucp {
     public static final MethodHandle worker_get_efd = fn("ucp_worker_get_efd", status(ADDRESS, ADDRESS));
     public static final MethodHandle worker_arm = fn("ucp_worker_arm", status(ADDRESS));
     public static final MethodHandle worker_signal = tiny("ucp_worker_signal", status(ADDRESS));
-    public static final MethodHandle worker_flush_nbx = fn("ucp_worker_flush_nbx", statusPtr(ADDRESS, ADDRESS));
+    public static final MethodHandle worker_flush_nbx = fn("ucp_worker_flush_nbx", statusWord(ADDRESS, ADDRESS));
     public static final MethodHandle worker_print_info =
             fn("ucp_worker_print_info", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
 
@@ -90,9 +101,9 @@ public final class Ucp {
 
     // Tag and stream messages.
     public static final MethodHandle tag_send_nbx =
-            fn("ucp_tag_send_nbx", statusPtr(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
+            fn("ucp_tag_send_nbx", statusWord(ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
     public static final MethodHandle tag_recv_nbx =
-            fn("ucp_tag_recv_nbx", statusPtr(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
+            fn("ucp_tag_recv_nbx", statusWord(ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
     public static final MethodHandle tag_probe_nb =
             fn("ucp_tag_probe_nb", statusPtr(ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT, ADDRESS));
     /** {@code ucp_tag_msg_recv_nbx}: receives a message that {@code ucp_tag_probe_nb} removed (UCX 1.9+). */
@@ -100,24 +111,25 @@ public final class Ucp {
             fn("ucp_tag_msg_recv_nbx", statusPtr(ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS));
 
     public static final MethodHandle stream_send_nbx =
-            fn("ucp_stream_send_nbx", statusPtr(ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
+            fn("ucp_stream_send_nbx", statusWord(ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
     public static final MethodHandle stream_recv_nbx =
-            fn("ucp_stream_recv_nbx", statusPtr(ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS));
+            fn("ucp_stream_recv_nbx", statusWord(ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
 
     // Active messages (UCX 1.10+).
     public static final MethodHandle worker_set_am_recv_handler =
             fn("ucp_worker_set_am_recv_handler", status(ADDRESS, ADDRESS));
     public static final MethodHandle am_send_nbx =
-            fn("ucp_am_send_nbx", statusPtr(ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
+            fn("ucp_am_send_nbx", statusWord(ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
     public static final MethodHandle am_recv_data_nbx =
             fn("ucp_am_recv_data_nbx", statusPtr(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
     public static final MethodHandle am_data_release =
             fn("ucp_am_data_release", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
 
     // Requests.
+    // The request as a 64-bit word (see statusWord): ucx4j keeps requests as numbers.
     public static final MethodHandle request_cancel =
-            fn("ucp_request_cancel", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
-    public static final MethodHandle request_free = tiny("ucp_request_free", FunctionDescriptor.ofVoid(ADDRESS));
+            fn("ucp_request_cancel", FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG));
+    public static final MethodHandle request_free = tiny("ucp_request_free", FunctionDescriptor.ofVoid(JAVA_LONG));
 
     // RMA: memory regions, remote keys, put/get, fence (all in UCX 1.13; *_nbx since 1.9).
     public static final MethodHandle mem_map = fn("ucp_mem_map", status(ADDRESS, ADDRESS, ADDRESS));

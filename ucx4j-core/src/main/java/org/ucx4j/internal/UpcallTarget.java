@@ -8,13 +8,13 @@ import java.lang.foreign.MemorySegment;
  */
 public interface UpcallTarget {
     /** A send-like request (send, flush, close) finished. */
-    void onSendComplete(int opId, MemorySegment request, int status);
+    void onSendComplete(int opId, long request, int status);
 
     /** A tag receive finished. */
-    void onTagRecvComplete(int opId, MemorySegment request, int status, long senderTag, long length);
+    void onTagRecvComplete(int opId, long request, int status, long senderTag, long length);
 
     /** A stream (or active-message data) receive finished. */
-    void onStreamRecvComplete(int opId, MemorySegment request, int status, long length);
+    void onStreamRecvComplete(int opId, long request, int status, long length);
 
     /** An endpoint failed. */
     void onEndpointError(int endpointId, MemorySegment ep, int status);

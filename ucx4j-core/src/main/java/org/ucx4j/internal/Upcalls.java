@@ -31,27 +31,42 @@ public final class Upcalls {
 
     private static volatile UpcallTarget[] targets = new UpcallTarget[16];
 
+    /*
+     * The three completion callbacks run once per message: their pointers (request, user data, receive
+     * info) arrive as 64-bit words, not ADDRESS, because the stub would allocate a MemorySegment for each
+     * only to have its address read. A pointer and a long travel in the same register on the 64-bit
+     * platforms UCX and ucx4j support (x86-64, aarch64).
+     */
+
     /** {@code void (*)(void *request, ucs_status_t status, void *user_data)}: sends, flushes, closes. */
     public static final MemorySegment SEND = NativeLinker.upcall(
             Upcalls.class,
             "send",
-            MethodType.methodType(void.class, MemorySegment.class, byte.class, MemorySegment.class),
-            FunctionDescriptor.ofVoid(ADDRESS, JAVA_BYTE, ADDRESS));
+            MethodType.methodType(void.class, long.class, byte.class, long.class),
+            FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_BYTE, JAVA_LONG));
 
     /** {@code void (*)(void *request, ucs_status_t, const ucp_tag_recv_info_t *, void *user_data)}. */
     public static final MemorySegment TAG_RECV = NativeLinker.upcall(
             Upcalls.class,
             "tagRecv",
-            MethodType.methodType(
-                    void.class, MemorySegment.class, byte.class, MemorySegment.class, MemorySegment.class),
-            FunctionDescriptor.ofVoid(ADDRESS, JAVA_BYTE, ADDRESS, ADDRESS));
+            MethodType.methodType(void.class, long.class, byte.class, long.class, long.class),
+            FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_BYTE, JAVA_LONG, JAVA_LONG));
 
     /** {@code void (*)(void *request, ucs_status_t, size_t length, void *user_data)}: stream and AM data. */
     public static final MemorySegment STREAM_RECV = NativeLinker.upcall(
             Upcalls.class,
             "streamRecv",
-            MethodType.methodType(void.class, MemorySegment.class, byte.class, long.class, MemorySegment.class),
-            FunctionDescriptor.ofVoid(ADDRESS, JAVA_BYTE, JAVA_LONG, ADDRESS));
+            MethodType.methodType(void.class, long.class, byte.class, long.class, long.class),
+            FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_BYTE, JAVA_LONG, JAVA_LONG));
+
+    /**
+     * All of memory, for reading a {@code ucp_tag_recv_info_t} UCX passes by address (no view object per
+     * message). Read only at addresses UCX just handed over.
+     */
+    private static final MemorySegment ALL_MEMORY = NativeLinker.view(MemorySegment.NULL, Long.MAX_VALUE);
+
+    private static final long TAG_RECV_INFO_TAG = Structs.offset(Structs.UCP_TAG_RECV_INFO, "sender_tag");
+    private static final long TAG_RECV_INFO_LENGTH = Structs.offset(Structs.UCP_TAG_RECV_INFO, "length");
 
     /** {@code void (*)(void *arg, ucp_ep_h ep, ucs_status_t status)}. */
     public static final MemorySegment EP_ERROR = NativeLinker.upcall(
@@ -115,7 +130,12 @@ public final class Upcalls {
 
     /** Packs a worker id and an object id into the user-data word. */
     public static MemorySegment userData(int workerId, int objectId) {
-        return MemorySegment.ofAddress(((long) workerId << 32) | (objectId & 0xFFFF_FFFFL));
+        return MemorySegment.ofAddress(word(workerId, objectId));
+    }
+
+    /** Like {@link #userData} as the word itself (stored with a {@code JAVA_LONG} layout: no segment). */
+    public static long word(int workerId, int objectId) {
+        return ((long) workerId << 32) | (objectId & 0xFFFF_FFFFL);
     }
 
     private static UpcallTarget target(long word) {
@@ -128,8 +148,8 @@ public final class Upcalls {
         LOG.warn("UCX callback {} for an unknown worker (user data 0x{}); ignored", what, Long.toHexString(word));
     }
 
-    static void send(MemorySegment request, byte status, MemorySegment userData) {
-        long word = userData.address();
+    static void send(long request, byte status, long userData) {
+        long word = userData;
         UpcallTarget t = target(word);
         if (t == null) {
             miss("send", word);
@@ -142,8 +162,8 @@ public final class Upcalls {
         }
     }
 
-    static void tagRecv(MemorySegment request, byte status, MemorySegment info, MemorySegment userData) {
-        long word = userData.address();
+    static void tagRecv(long request, byte status, long info, long userData) {
+        long word = userData;
         UpcallTarget t = target(word);
         if (t == null) {
             miss("tag receive", word);
@@ -152,10 +172,9 @@ public final class Upcalls {
         try {
             long senderTag = 0;
             long length = 0;
-            if (!info.equals(MemorySegment.NULL)) {
-                MemorySegment view = NativeLinker.view(info, Structs.UCP_TAG_RECV_INFO.byteSize());
-                senderTag = view.get(JAVA_LONG, 0);
-                length = view.get(JAVA_LONG, 8);
+            if (info != 0) {
+                senderTag = ALL_MEMORY.get(JAVA_LONG, info + TAG_RECV_INFO_TAG);
+                length = ALL_MEMORY.get(JAVA_LONG, info + TAG_RECV_INFO_LENGTH);
             }
             t.onTagRecvComplete((int) word, request, status, senderTag, length);
         } catch (Throwable e) {
@@ -163,8 +182,8 @@ public final class Upcalls {
         }
     }
 
-    static void streamRecv(MemorySegment request, byte status, long length, MemorySegment userData) {
-        long word = userData.address();
+    static void streamRecv(long request, byte status, long length, long userData) {
+        long word = userData;
         UpcallTarget t = target(word);
         if (t == null) {
             miss("stream receive", word);

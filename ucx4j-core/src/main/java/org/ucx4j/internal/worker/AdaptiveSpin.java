@@ -49,13 +49,25 @@ final class AdaptiveSpin {
     }
 
     /**
-     * One step of a bounded spin: {@code sched_yield}, not a busy pause. With as many spinning threads
-     * as cores (two JVMs on two cores: each has a progress thread and a waiting thread that helps), the
-     * thread a reply was for sat runnable behind a busy spinner for a scheduler slice; yielding lets it
-     * run, which halved small-message latency; a busy pause before yielding was slower
-     * (docs/BENCHMARKS.md, "After the spins yield").
+     * On how many of its steps a spin yields the core ({@code sched_yield}); the other steps are a busy
+     * pause ({@link Thread#onSpinWait()}). With few cores (two JVMs on two cores run four spinners) the
+     * thread a reply was for sat runnable behind a busy spinner for a scheduler slice, and yielding on
+     * every step halved small-message latency (docs/BENCHMARKS.md, "After the spins yield"). With cores
+     * to spare a yield is only a system call (0.3-1 usec) during which a reply that lands is seen late: a
+     * spin there pauses, and yields now and then so an oversubscribed machine still gets its turn.
      */
-    static void pause() {
-        Thread.yield();
+    static final int YIELD_EVERY = Runtime.getRuntime().availableProcessors() >= 8 ? 64 : 1;
+
+    /**
+     * One step of a bounded spin: a busy pause, or on every {@link #YIELD_EVERY}th step a yield.
+     *
+     * @param step how many steps this spin has taken so far (any counter that moves by one per step)
+     */
+    static void pause(int step) {
+        if (step % YIELD_EVERY == 0) {
+            Thread.yield();
+        } else {
+            Thread.onSpinWait();
+        }
     }
 }

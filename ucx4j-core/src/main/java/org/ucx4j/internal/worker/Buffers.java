@@ -19,17 +19,31 @@ public final class Buffers {
      * until the future completes) is what protects it, as with any asynchronous native I/O.
      */
     public static MemorySegment unscoped(MemorySegment buffer) {
+        return MemorySegment.ofAddress(liveAddress(buffer));
+    }
+
+    /** The address of {@code buffer}, checked alive now (see {@link #unscoped}). */
+    private static long liveAddress(MemorySegment buffer) {
         if (!buffer.scope().isAlive()) {
             throw new IllegalStateException("the buffer's arena is already closed");
         }
-        return MemorySegment.ofAddress(buffer.address());
+        return buffer.address();
     }
 
     /** The memory to send from; stages a copy of heap memory. */
     public static MemorySegment forSend(Operation op, MemorySegment buffer) {
-        if (buffer.isNative()) {
-            return unscoped(buffer);
-        }
+        return buffer.isNative() ? unscoped(buffer) : stagedCopy(op, buffer);
+    }
+
+    /**
+     * Like {@link #forSend}, as an address: the downcalls made once per message take their buffer as a
+     * word, so no segment object is made per message for a native buffer.
+     */
+    public static long sendAddress(Operation op, MemorySegment buffer) {
+        return buffer.isNative() ? liveAddress(buffer) : stagedCopy(op, buffer).address();
+    }
+
+    private static MemorySegment stagedCopy(Operation op, MemorySegment buffer) {
         MemorySegment staging = Libc.malloc(buffer.byteSize());
         MemorySegment.copy(buffer, 0, staging, 0, buffer.byteSize());
         op.staging = staging;
@@ -38,12 +52,25 @@ public final class Buffers {
 
     /** The memory to receive into; heap memory gets staging copied back on success. */
     public static MemorySegment forReceive(Operation op, MemorySegment buffer) {
+        checkWritable(buffer);
+        return buffer.isNative() ? unscoped(buffer) : stagedReceive(op, buffer);
+    }
+
+    /** Like {@link #forReceive}, as an address (see {@link #sendAddress}). */
+    public static long receiveAddress(Operation op, MemorySegment buffer) {
+        checkWritable(buffer);
+        return buffer.isNative()
+                ? liveAddress(buffer)
+                : stagedReceive(op, buffer).address();
+    }
+
+    private static void checkWritable(MemorySegment buffer) {
         if (buffer.isReadOnly()) {
             throw new IllegalArgumentException("cannot receive into a read-only buffer");
         }
-        if (buffer.isNative()) {
-            return unscoped(buffer);
-        }
+    }
+
+    private static MemorySegment stagedReceive(Operation op, MemorySegment buffer) {
         MemorySegment staging = Libc.malloc(buffer.byteSize());
         op.staging = staging;
         op.copyBackTo = buffer;

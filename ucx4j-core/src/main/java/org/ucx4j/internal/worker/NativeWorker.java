@@ -105,6 +105,7 @@ public final class NativeWorker {
         this.id = Upcalls.register(upcalls);
         this.operations = new OperationTable(handle, id, param);
         upcalls.attach(operations);
+        engine.pollWhileBulk(operations::bulkInFlight);
         engine.start(options.name() + "-progress");
     }
 
@@ -121,8 +122,11 @@ public final class NativeWorker {
     /** A {@code *_nbx} call, given the filled request parameters; returns UCX's status pointer. */
     @FunctionalInterface
     public interface NbxCall {
-        /** Makes the call. @return UCX's status pointer @throws Throwable what {@code invokeExact} declares */
-        MemorySegment call(MemorySegment param) throws Throwable;
+        /**
+         * Makes the call. @return UCX's status pointer as a word (see {@code Ucp.statusWord}) @throws Throwable
+         * what {@code invokeExact} declares
+         */
+        long call(MemorySegment param) throws Throwable;
     }
 
     /**
@@ -153,23 +157,34 @@ public final class NativeWorker {
      * @param call the {@code *_nbx} call
      */
     public void startOp(Operation op, boolean iov, MemorySegment callback, int attrs, int flags, NbxCall call) {
-        submit(op, () -> {
+        // The operation is its own submission task: no task object per message.
+        op.submission(iov, callback, attrs, flags, call);
+        engine.execute(op);
+    }
+
+    /** Lock held: the body of {@link #startOp}; any failure fails the operation instead of losing it. */
+    void start(Operation op, boolean iov, MemorySegment callback, int attrs, int flags, NbxCall call) {
+        try {
             if (op.owner != null && !op.owner.admit(op)) {
                 return;
             }
             MemorySegment p = iov
                     ? operations.iovParam(op, callback, attrs, flags)
                     : operations.param(op, callback, attrs, flags);
-            MemorySegment r;
+            long r;
             try {
                 r = call.call(p);
             } catch (Throwable t) {
                 operations.failUnsubmitted(op, t);
                 return;
             }
-            boolean lengthNow = op.kind.lengthOnImmediateCompletion() && r.address() == 0;
+            boolean lengthNow = op.kind.lengthOnImmediateCompletion() && r == 0;
             operations.started(op, r, lengthNow ? (Object) lengthOut.get(JAVA_LONG, 0) : null);
-        });
+        } catch (Throwable t) {
+            if (!op.future.isDone()) {
+                operations.failUnsubmitted(op, t);
+            }
+        }
     }
 
     /**

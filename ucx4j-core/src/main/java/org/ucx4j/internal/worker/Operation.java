@@ -13,7 +13,7 @@ import org.ucx4j.UcxException;
  * <p>Ownership: the native staging blocks it holds (copies of heap memory, an active message's header,
  * a scatter-gather list) belong to it and are freed when it completes.
  */
-public final class Operation {
+public final class Operation implements Runnable {
     private final NativeWorker worker;
     final OperationKind kind;
     /** Completes the operation's future (users cannot). */
@@ -23,7 +23,8 @@ public final class Operation {
 
     final long length;
     int id = -1;
-    MemorySegment request = MemorySegment.NULL;
+    /** UCX's request ({@code void *} as a word), or 0 while there is none. */
+    long request;
     /** Set when the operation fails for an outside reason (endpoint failure, close) before UCX says so. */
     UcxException overrideFailure;
 
@@ -41,6 +42,13 @@ public final class Operation {
 
     Operation ownerPrev;
     Operation ownerNext;
+
+    // What NativeWorker.startOp submits: kept here, so that the operation is its own submission task.
+    private boolean iov;
+    private MemorySegment callback;
+    private int attrs;
+    private int flags;
+    private NativeWorker.NbxCall call;
 
     /**
      * Creates an operation; nothing is submitted yet.
@@ -62,6 +70,26 @@ public final class Operation {
     /** What it is. */
     public OperationKind kind() {
         return kind;
+    }
+
+    /** Keeps what {@link #run()} submits ({@link NativeWorker#startOp}); before the operation is queued. */
+    void submission(boolean iov, MemorySegment callback, int attrs, int flags, NativeWorker.NbxCall call) {
+        this.iov = iov;
+        this.callback = callback;
+        this.attrs = attrs;
+        this.flags = flags;
+        this.call = call;
+    }
+
+    /**
+     * Submits the operation to UCX, once, with the worker's lock held (the progress engine runs it, inline
+     * or from its queue); its call is dropped afterwards, with what it captured.
+     */
+    @Override
+    public void run() {
+        NativeWorker.NbxCall c = call;
+        call = null;
+        worker.start(this, iov, callback, attrs, flags, c);
     }
 
     /**

@@ -54,7 +54,15 @@ public final class OperationTable {
     /** Scratch {@code ucp_request_param_t}, filled for one submission at a time. */
     private final MemorySegment param;
 
+    /**
+     * Bytes from which an operation counts as bulk: while one is in flight a thread-blocking progress
+     * thread polls a while before it sleeps ({@link ProgressEngine#BULK_SPIN_NANOS}).
+     */
+    public static final long BULK_BYTES = 64 * 1024;
+
     private final IdTable<Operation> ops = new IdTable<>(64);
+    /** In-flight operations of {@link #BULK_BYTES} or more. */
+    private int bulk;
     /** Set while the worker is being destroyed: late callbacks must not free requests again. */
     private boolean destroying;
 
@@ -65,13 +73,16 @@ public final class OperationTable {
     }
 
     /** Registers an operation and returns its user-data word. */
-    MemorySegment register(Operation op) {
+    long register(Operation op) {
         int slot = ops.add(op);
         op.id = slot;
+        if (op.length >= BULK_BYTES) {
+            bulk++;
+        }
         if (op.owner != null) {
             op.owner.operations().link(op);
         }
-        return Upcalls.userData(workerId, slot);
+        return Upcalls.word(workerId, slot);
     }
 
     /**
@@ -83,12 +94,12 @@ public final class OperationTable {
      * @return the parameters to pass to the {@code *_nbx} call
      */
     public MemorySegment param(Operation op, MemorySegment callback, int extraAttrs, int flags) {
-        MemorySegment userData = register(op);
+        long userData = register(op);
         MemorySegment p = param;
         p.set(JAVA_INT, P_OP_ATTR, OP_ATTR_FIELD_CALLBACK | OP_ATTR_FIELD_USER_DATA | extraAttrs);
         p.set(JAVA_INT, P_FLAGS, flags);
         p.set(ADDRESS, P_CB, callback);
-        p.set(ADDRESS, P_USER_DATA, userData);
+        p.set(JAVA_LONG, P_USER_DATA, userData);
         return p;
     }
 
@@ -105,13 +116,20 @@ public final class OperationTable {
      * @param immediateValue the result when UCX completed the operation at once
      */
     public void started(Operation op, MemorySegment statusPtr, Object immediateValue) {
-        long raw = statusPtr.address();
+        started(op, statusPtr.address(), immediateValue);
+    }
+
+    /**
+     * Like {@link #started(Operation, MemorySegment, Object)} with the status pointer as a word (the calls
+     * made once per message return it so; see {@code Ucp.statusWord}).
+     */
+    void started(Operation op, long raw, Object immediateValue) {
         if (raw == 0) {
             finish(op, UcxStatus.OK.code(), immediateValue);
         } else if (Long.compareUnsigned(raw, -100L) >= 0) {
             finish(op, (int) raw, null);
         } else {
-            op.request = statusPtr;
+            op.request = raw;
             if (op.cancelRequested || op.overrideFailure != null) {
                 cancelRequest(op);
             }
@@ -134,7 +152,7 @@ public final class OperationTable {
         }
         op.cancelRequested = true;
         op.cancelReason = reason;
-        if (!op.request.equals(MemorySegment.NULL)) {
+        if (op.request != 0) {
             cancelRequest(op);
         }
     }
@@ -144,13 +162,13 @@ public final class OperationTable {
         if (op.overrideFailure == null) {
             op.overrideFailure = reason;
         }
-        if (!op.request.equals(MemorySegment.NULL)) {
+        if (op.request != 0) {
             cancelRequest(op);
         }
     }
 
     private void cancelRequest(Operation op) {
-        MemorySegment req = op.request;
+        long req = op.request;
         NativeCalls.invoke(() -> {
             Ucp.request_cancel.invokeExact(workerHandle, req);
         });
@@ -200,9 +218,9 @@ public final class OperationTable {
     }
 
     private static void freeRequest(Operation op) {
-        if (!op.request.equals(MemorySegment.NULL)) {
-            MemorySegment req = op.request;
-            op.request = MemorySegment.NULL;
+        if (op.request != 0) {
+            long req = op.request;
+            op.request = 0;
             NativeCalls.invoke(() -> {
                 Ucp.request_free.invokeExact(req);
             });
@@ -210,12 +228,17 @@ public final class OperationTable {
     }
 
     private void release(Operation op) {
-        if (op.id >= 0) {
-            ops.remove(op.id, op);
+        if (op.id >= 0 && ops.remove(op.id, op) && op.length >= BULK_BYTES) {
+            bulk--;
         }
         if (op.owner != null) {
             op.owner.operations().unlink(op);
         }
+    }
+
+    /** Whether an operation of {@link #BULK_BYTES} or more is in flight. Lock holder. */
+    boolean bulkInFlight() {
+        return bulk > 0;
     }
 
     /** The number of operations in flight. */
@@ -232,7 +255,7 @@ public final class OperationTable {
      * Completes the operation that UCX's callback names, or hands back a request whose operation is
      * gone (freed, unless the worker is being destroyed).
      */
-    void complete(int opId, MemorySegment request, int status, Object value) {
+    void complete(int opId, long request, int status, Object value) {
         Operation op = ops.get(opId);
         if (op != null) {
             op.request = request;

@@ -9,6 +9,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -23,8 +24,8 @@ import org.ucx4j.internal.Ucp;
 
 /**
  * Drives one UCX worker: the progress lock, the submission queue, the progress thread (or the caller,
- * in {@link ProgressMode#CALLER} mode), sleeping on the worker's event fd, the adaptive spin, and
- * blocking waits.
+ * in {@link ProgressMode#CALLER} mode), sleeping on the worker's event fd, the adaptive spin (longer
+ * while a bulk operation is in flight: {@link #BULK_SPIN_NANOS}), and blocking waits.
  *
  * <p>Why a lock and a queue: UCX is never called concurrently on one worker (it is created
  * {@code UCS_THREAD_MODE_SERIALIZED}). Whoever holds the lock may call UCX. A thread that submits an
@@ -55,6 +56,19 @@ public final class ProgressEngine {
      * a short stall instead of a hang; twenty wake-ups a second cost an idle worker next to nothing.
      */
     private static final int MAX_SLEEP_MS = 50;
+    /**
+     * How long a thread-blocking progress thread keeps polling after its last progress while a bulk
+     * operation ({@link OperationTable#BULK_BYTES} or more) is in flight, before it sleeps. Some
+     * transports finish such operations without a prompt fd event: UCX 1.22's cuda_ipc and cuda_copy wake
+     * a sleeping worker through a host function that {@code ucp_worker_arm} enqueues on each CUDA stream
+     * with copies in flight (a driver thread runs it after the copies, then writes the event fd), tens of
+     * microseconds late per wake-up, on every step of a rendezvous. A millisecond covers a 64 MiB copy
+     * between GPUs; polling stops that long after the last progress even if the operation never ends, so
+     * a worker that only waits (a large receive posted, nothing arriving) sleeps as before.
+     */
+    static final long BULK_SPIN_NANOS = 1_000_000;
+    /** How many times a progress round tries the lock before it waits for it ({@link #lockForRound}). */
+    private static final int LOCK_SPINS = 256;
 
     private final MemorySegment handle;
     private final int eventFd;
@@ -65,6 +79,8 @@ public final class ProgressEngine {
     private final ConcurrentLinkedQueue<Runnable> queue = new ConcurrentLinkedQueue<>();
     /** The progress thread's poll scratch; only the progress thread uses it. */
     private final MemorySegment pollfd;
+    /** Whether a bulk operation is in flight; asked with the lock held. Set before {@link #start}. */
+    private BooleanSupplier bulkInFlight = () -> false;
 
     private volatile boolean armed;
     private volatile boolean running = true;
@@ -79,6 +95,16 @@ public final class ProgressEngine {
         this.timers = timers;
         this.spin = new AdaptiveSpin(spinNanos);
         this.pollfd = arena.allocate(8, 8);
+    }
+
+    /**
+     * Tells the engine how to learn whether a bulk operation is in flight (the progress thread then polls
+     * up to {@link #BULK_SPIN_NANOS} after its last progress before it sleeps). Before {@link #start}.
+     *
+     * @param bulk asked with the lock held
+     */
+    void pollWhileBulk(BooleanSupplier bulk) {
+        this.bulkInFlight = bulk;
     }
 
     /** Starts the progress thread, unless the caller drives progress. */
@@ -192,9 +218,24 @@ public final class ProgressEngine {
         return n;
     }
 
+    /**
+     * Takes the lock for a progress round, spinning a while before it queues on the lock: submitters hold
+     * it for one UCX call, and a thread parked on a {@link ReentrantLock} costs the submitter an unpark (a
+     * system call) when it unlocks, and itself a wake-up, on every message while traffic flows.
+     */
+    private void lockForRound() {
+        for (int step = 1; !lock.tryLock(); step++) {
+            if (step >= LOCK_SPINS) {
+                lock.lock();
+                return;
+            }
+            AdaptiveSpin.pause(step);
+        }
+    }
+
     /** One round of caller-driven progress; returns how much happened. */
     public int progressOnce() {
-        lock.lock();
+        lockForRound();
         try {
             return round();
         } finally {
@@ -205,11 +246,15 @@ public final class ProgressEngine {
     private void loop() {
         Extensions.onProgressThreadStart();
         long idleSince = 0;
+        long lastProgress = 0;
+        int steps = 0;
         while (running) {
             int n;
-            lock.lock();
+            boolean bulk = false;
+            lockForRound();
             try {
                 n = round();
+                bulk = n == 0 && mode == ProgressMode.THREAD_BLOCKING && bulkInFlight.getAsBoolean();
             } catch (Throwable t) {
                 LOG.error("ucx4j progress failed", t);
                 n = 0;
@@ -222,7 +267,9 @@ public final class ProgressEngine {
                 }
                 idleSince = 0;
                 if (n == 0) {
-                    AdaptiveSpin.pause();
+                    AdaptiveSpin.pause(++steps);
+                } else {
+                    lastProgress = System.nanoTime();
                 }
                 continue;
             }
@@ -230,8 +277,8 @@ public final class ProgressEngine {
             if (idleSince == 0) {
                 idleSince = now;
             }
-            if (now - idleSince < spin.budgetNanos()) {
-                AdaptiveSpin.pause();
+            if (now - idleSince < spin.budgetNanos() || (bulk && now - lastProgress < BULK_SPIN_NANOS)) {
+                AdaptiveSpin.pause(++steps);
                 continue;
             }
             idleSince = 0;
@@ -280,6 +327,7 @@ public final class ProgressEngine {
     /** Blocking wait used by caller-driven workers: progress until done, sleeping on the fd when idle. */
     private void progressUntil(CompletableFuture<?> f, long deadlineNanos) {
         long idleSince = 0;
+        int steps = 0;
         while (!f.isDone()
                 && System.nanoTime() < deadlineNanos
                 && !Thread.currentThread().isInterrupted()) {
@@ -292,7 +340,7 @@ public final class ProgressEngine {
                 idleSince = now;
             }
             if (now - idleSince < spin.configuredNanos()) {
-                AdaptiveSpin.pause();
+                AdaptiveSpin.pause(++steps);
                 continue;
             }
             lock.lock();
@@ -321,8 +369,9 @@ public final class ProgressEngine {
     private void spinWait(CompletableFuture<?> f) {
         wakeIfArmed();
         long until = System.nanoTime() + spin.budgetNanos();
+        int steps = 0;
         while (!f.isDone() && System.nanoTime() < until) {
-            AdaptiveSpin.pause();
+            AdaptiveSpin.pause(++steps);
         }
         if (f.isDone()) {
             spin.caught();

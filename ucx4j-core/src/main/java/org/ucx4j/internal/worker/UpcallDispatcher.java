@@ -38,7 +38,7 @@ final class UpcallDispatcher implements UpcallTarget {
     }
 
     @Override
-    public void onSendComplete(int opId, MemorySegment request, int status) {
+    public void onSendComplete(int opId, long request, int status) {
         depth++;
         try {
             operations.complete(opId, request, status, null);
@@ -48,7 +48,7 @@ final class UpcallDispatcher implements UpcallTarget {
     }
 
     @Override
-    public void onTagRecvComplete(int opId, MemorySegment request, int status, long senderTag, long length) {
+    public void onTagRecvComplete(int opId, long request, int status, long senderTag, long length) {
         depth++;
         try {
             operations.complete(
@@ -59,7 +59,7 @@ final class UpcallDispatcher implements UpcallTarget {
     }
 
     @Override
-    public void onStreamRecvComplete(int opId, MemorySegment request, int status, long length) {
+    public void onStreamRecvComplete(int opId, long request, int status, long length) {
         depth++;
         try {
             operations.complete(opId, request, status, status == UcxStatus.OK.code() ? length : null);
