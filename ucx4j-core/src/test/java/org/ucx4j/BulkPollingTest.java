@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.ucx4j.testsupport.Requirements;
 
@@ -20,6 +21,7 @@ import org.ucx4j.testsupport.Requirements;
  * flight (GPU copies complete without a prompt event), and the polling is bounded: a large receive that
  * waits for a message that does not come leaves the progress thread asleep, not spinning.
  */
+@Tag("native")
 class BulkPollingTest {
     /** The window over which the progress thread's CPU time is measured. */
     private static final Duration WINDOW = Duration.ofSeconds(2);
