@@ -19,6 +19,14 @@ interface PeerDirectory {
     URI lookup(String executorId);
 
     /**
+     * Drops what is known of a peer's address (a connection to it failed), so that the next
+     * {@link #lookup} asks again. Implementations that keep nothing do nothing.
+     *
+     * @param executorId the peer
+     */
+    default void forget(String executorId) {}
+
+    /**
      * Notes bytes fetched through ucx4j (asynchronously; never blocks).
      *
      * @param executorId the executor that fetched them

@@ -8,8 +8,11 @@ import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicLong;
@@ -25,6 +28,7 @@ import org.ucx4j.comm.Comm;
 import org.ucx4j.comm.CommClosedException;
 import org.ucx4j.comm.CommContext;
 import org.ucx4j.comm.CommListener;
+import org.ucx4j.comm.CommTimeoutException;
 import org.ucx4j.comm.Frame;
 import org.ucx4j.comm.Message;
 import scala.Option;
@@ -41,6 +45,13 @@ import scala.Option;
  * they go from the page cache to the socket), a smaller one is copied into the heap. A block that cannot
  * be served (unknown, deleted, not a shuffle block) gets an error entry with a short reason (details stay
  * in this executor's log) that the client turns into a fetch failure; nothing is dropped silently.
+ *
+ * <p>Connections: one peer (its host and the identity it announced in the handshake; with
+ * {@code spark.authenticate} only holders of Spark's secret get this far) holds at most
+ * {@code spark.ucx4j.shuffle.maxConnectionsPerPeer} at once. A connection beyond that closes the peer's
+ * longest-idle one (a client whose kept connection was closed reconnects at once) or, when all of them are
+ * serving, is refused. A connection that sends no request for twice {@code spark.ucx4j.shuffle.idleTimeout}
+ * is closed (clients close theirs after the timeout itself, so this only reaps abandoned ones).
  *
  * <p>Threading: each accepted comm is served on its own virtual thread, one request at a time.
  * Ownership: the shuffle manager owns it and closes it at stop; closing stops accepting and aborts the
@@ -67,7 +78,11 @@ final class ShuffleBlockServer implements AutoCloseable {
     private final int permitsTotal;
     private final long bytesPerPermit;
     private final AtomicLong bytesServed = new AtomicLong();
-    private final List<Comm> comms = new ArrayList<>();
+    private final int maxPerPeer;
+    private final Duration idleClose;
+    /** Open connections by peer; guarded by itself. */
+    private final Map<String, List<Served>> byPeer = new HashMap<>();
+
     private volatile boolean closed;
 
     ShuffleBlockServer(
@@ -78,6 +93,8 @@ final class ShuffleBlockServer implements AutoCloseable {
         this.bytesPerPermit = 4096;
         this.permitsTotal = (int) Math.max(1, Math.min(Integer.MAX_VALUE, settings.serverMaxBytesInFlight() / 4096));
         this.bytesInFlight = new Semaphore(permitsTotal, true);
+        this.maxPerPeer = settings.maxConnectionsPerPeer();
+        this.idleClose = settings.idleTimeout().multipliedBy(2);
         URI address = URI.create(settings.scheme() + "://" + hostForUri(host) + ":0");
         this.listener = context.listen(address, this::serve, settings.options());
     }
@@ -104,18 +121,76 @@ final class ShuffleBlockServer implements AutoCloseable {
         return bytesServed.get();
     }
 
-    private void serve(Comm comm) {
-        synchronized (comms) {
+    /** A connection being served: busy from reading a request until its reply is written. */
+    private static final class Served {
+        final Comm comm;
+        volatile boolean busy;
+        volatile long idleSince = System.nanoTime();
+
+        Served(Comm comm) {
+            this.comm = comm;
+        }
+    }
+
+    /** The key connections are counted under: the peer's host and announced identity. */
+    private static String peerOf(Comm comm) {
+        return comm.peerAddress().getHost() + " " + comm.peerIdentity();
+    }
+
+    /**
+     * Counts a new connection against its peer's cap: makes room by closing the peer's longest-idle
+     * connection when the peer is at the cap; refuses it when every one of them is serving.
+     *
+     * @return the connection's entry, or null when refused
+     */
+    private Served admit(Comm comm, String peer) {
+        Served evicted = null;
+        Served admitted;
+        synchronized (byPeer) {
             if (closed) {
-                comm.abort();
-                return;
+                return null;
             }
-            comms.add(comm);
+            List<Served> open = byPeer.computeIfAbsent(peer, p -> new ArrayList<>());
+            if (open.size() >= maxPerPeer) {
+                for (Served c : open) {
+                    if (!c.busy && (evicted == null || c.idleSince < evicted.idleSince)) {
+                        evicted = c;
+                    }
+                }
+                if (evicted == null) {
+                    return null;
+                }
+                open.remove(evicted);
+            }
+            admitted = new Served(comm);
+            open.add(admitted);
+        }
+        if (evicted != null) {
+            LOG.debug("ucx4j shuffle: {} is at {} connections: closing its longest idle one", peer, maxPerPeer);
+            evicted.comm.close();
+        }
+        return admitted;
+    }
+
+    private void serve(Comm comm) {
+        String peer = peerOf(comm);
+        Served served = admit(comm, peer);
+        if (served == null) {
+            if (!closed) {
+                LOG.warn(
+                        "ucx4j shuffle: refused a connection from {}: its {} connections are all serving ({})",
+                        comm.peerAddress(),
+                        maxPerPeer,
+                        ShuffleTransportSettings.MAX_CONNECTIONS_PER_PEER);
+            }
+            comm.abort();
+            return;
         }
         try (comm) {
             while (!closed) {
                 byte[] request;
-                try (Message m = comm.read()) {
+                try (Message m = comm.read(idleClose)) {
+                    served.busy = true;
                     if (m.frameCount() != 1) {
                         LOG.warn(
                                 "ucx4j shuffle: a request from {} has {} frames, not 1: closing",
@@ -125,23 +200,43 @@ final class ShuffleBlockServer implements AutoCloseable {
                     }
                     request = m.frame(0).toByteArray();
                 }
-                serveRequest(comm, BlockFetchProtocol.decodeRequest(request));
+                serveRequest(comm, served, BlockFetchProtocol.decodeRequest(request));
             }
+        } catch (CommTimeoutException e) {
+            LOG.debug("ucx4j shuffle: closing {}, idle for {}", comm.peerAddress(), idleClose);
         } catch (CommClosedException e) {
-            // The peer closed or died: nothing to answer.
+            // The peer closed or died (or we closed it to make room): nothing to answer.
         } catch (RuntimeException e) {
             if (!closed) {
                 LOG.warn("ucx4j shuffle: serving {} failed: {}", comm.peerAddress(), e.toString());
             }
             comm.abort();
         } finally {
-            synchronized (comms) {
-                comms.remove(comm);
+            synchronized (byPeer) {
+                List<Served> open = byPeer.get(peer);
+                if (open != null && open.remove(served) && open.isEmpty()) {
+                    byPeer.remove(peer);
+                }
             }
         }
     }
 
-    private void serveRequest(Comm comm, List<String> ids) {
+    /**
+     * Connections open now from peers with the given identity (for tests).
+     *
+     * @param identity a peer's announced identity
+     * @return the count, all its hosts together
+     */
+    int connectionsOf(String identity) {
+        synchronized (byPeer) {
+            return byPeer.entrySet().stream()
+                    .filter(e -> e.getKey().endsWith(" " + identity))
+                    .mapToInt(e -> e.getValue().size())
+                    .sum();
+        }
+    }
+
+    private void serveRequest(Comm comm, Served served, List<String> ids) {
         // Sizes come from the index first; memory is taken (permits, then copies and maps) only for a reply
         // that will go, so requests waiting for permits hold nothing but their list.
         List<BlockFetchProtocol.Entry> entries = new ArrayList<>(ids.size());
@@ -204,6 +299,8 @@ final class ShuffleBlockServer implements AutoCloseable {
                     .whenCompleteAsync(
                             (ok, failure) -> {
                                 bytesInFlight.release(held);
+                                served.idleSince = System.nanoTime();
+                                served.busy = false;
                                 if (toClose != null) {
                                     toClose.close();
                                 }
@@ -222,6 +319,7 @@ final class ShuffleBlockServer implements AutoCloseable {
             sent = true;
         } finally {
             if (!sent) {
+                served.busy = false;
                 bytesInFlight.release(permits);
                 if (maps != null) {
                     maps.close();
@@ -313,12 +411,12 @@ final class ShuffleBlockServer implements AutoCloseable {
 
     @Override
     public void close() {
-        closed = true;
-        listener.close();
-        List<Comm> open;
-        synchronized (comms) {
-            open = List.copyOf(comms);
+        List<Comm> open = new ArrayList<>();
+        synchronized (byPeer) {
+            closed = true;
+            byPeer.values().forEach(list -> list.forEach(c -> open.add(c.comm)));
         }
+        listener.close();
         open.forEach(Comm::abort);
     }
 }

@@ -16,7 +16,8 @@ import scala.Tuple2;
  * What the ucx4j shuffle reads from Spark's configuration, read once per shuffle manager.
  *
  * <p>The plug-in's own settings are {@code spark.ucx4j.transport} ({@code ucx} or {@code tcp}),
- * {@code spark.ucx4j.shuffle.timeout} and {@code spark.ucx4j.shuffle.server.maxBytesInFlight}; every other
+ * {@code spark.ucx4j.shuffle.timeout}, {@code spark.ucx4j.shuffle.server.maxBytesInFlight},
+ * {@code spark.ucx4j.shuffle.maxConnectionsPerPeer} and {@code spark.ucx4j.shuffle.idleTimeout}; every other
  * {@code spark.ucx4j.<key>} is a ucx4j configuration key ({@code spark.ucx4j.connect-timeout=5s},
  * {@code spark.ucx4j.environment.log-level=info}), set in a {@link UcxConfig} above the usual sources
  * ({@code -Ducx4j.*}, {@code UCX4J__*}, {@code ucx4j.yaml}), which still apply. With
@@ -33,6 +34,10 @@ import scala.Tuple2;
  * @param maxRetries how often a fetch whose connection failed is tried again ({@code spark.shuffle.io.maxRetries})
  * @param retryWait the pause before such a retry ({@code spark.shuffle.io.retryWait})
  * @param authenticated whether {@code spark.authenticate} is on
+ * @param maxConnectionsPerPeer the most connections one executor holds to one peer's server, and the most
+ *     one server accepts from one peer
+ * @param idleTimeout how long a client keeps an unused connection before closing it (a server closes a
+ *     connection that sends no request for twice this)
  */
 public record ShuffleTransportSettings(
         String scheme,
@@ -43,7 +48,9 @@ public record ShuffleTransportSettings(
         long serverMaxBytesInFlight,
         int maxRetries,
         Duration retryWait,
-        boolean authenticated) {
+        boolean authenticated,
+        int maxConnectionsPerPeer,
+        Duration idleTimeout) {
 
     /** Spark configuration prefix of everything ucx4j reads. */
     public static final String PREFIX = "spark.ucx4j.";
@@ -53,6 +60,10 @@ public record ShuffleTransportSettings(
     public static final String FETCH_TIMEOUT = PREFIX + "shuffle.timeout";
     /** The most bytes an executor serves at once, all peers together (default 256 MiB). */
     public static final String SERVER_MAX_BYTES_IN_FLIGHT = PREFIX + "shuffle.server.maxBytesInFlight";
+    /** The most connections between one executor and one peer's server, each way (default 16). */
+    public static final String MAX_CONNECTIONS_PER_PEER = PREFIX + "shuffle.maxConnectionsPerPeer";
+    /** How long an unused connection stays open (default 60 s; servers wait twice this). */
+    public static final String IDLE_TIMEOUT = PREFIX + "shuffle.idleTimeout";
 
     /** Checks the values. */
     public ShuffleTransportSettings {
@@ -62,6 +73,13 @@ public record ShuffleTransportSettings(
         Objects.requireNonNull(retryWait, "retryWait");
         if (serverMaxBytesInFlight < 1) {
             throw new IllegalArgumentException(SERVER_MAX_BYTES_IN_FLIGHT + " must be at least 1 byte");
+        }
+        Objects.requireNonNull(idleTimeout, "idleTimeout");
+        if (maxConnectionsPerPeer < 1) {
+            throw new IllegalArgumentException(MAX_CONNECTIONS_PER_PEER + " must be at least 1");
+        }
+        if (idleTimeout.isZero() || idleTimeout.isNegative()) {
+            throw new IllegalArgumentException(IDLE_TIMEOUT + " must be positive");
         }
     }
 
@@ -110,6 +128,8 @@ public record ShuffleTransportSettings(
         long serverBytes = conf.getSizeAsBytes(SERVER_MAX_BYTES_IN_FLIGHT, "256m");
         int maxRetries = conf.getInt("spark.shuffle.io.maxRetries", 3);
         Duration retryWait = Duration.ofMillis(conf.getTimeAsMs("spark.shuffle.io.retryWait", "5s"));
+        int maxConnections = conf.getInt(MAX_CONNECTIONS_PER_PEER, 16);
+        Duration idleTimeout = Duration.ofMillis(conf.getTimeAsMs(IDLE_TIMEOUT, "60s"));
         return new ShuffleTransportSettings(
                 scheme,
                 requested,
@@ -119,7 +139,9 @@ public record ShuffleTransportSettings(
                 serverBytes,
                 Math.max(0, maxRetries),
                 retryWait,
-                authenticated);
+                authenticated,
+                maxConnections,
+                idleTimeout);
     }
 
     /**

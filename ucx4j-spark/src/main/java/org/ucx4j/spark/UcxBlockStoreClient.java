@@ -2,13 +2,9 @@ package org.ucx4j.spark;
 
 import java.net.URI;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.Arrays;
-import java.util.Deque;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
@@ -44,6 +40,13 @@ import org.ucx4j.comm.Message;
  * {@code spark.shuffle.io.maxRetries} times, {@code spark.shuffle.io.retryWait} apart, as Spark's Netty
  * client does; errors the peer reported are not.
  *
+ * <p>Connections: at most {@code spark.ucx4j.shuffle.maxConnectionsPerPeer} to one peer at once (a fetch
+ * beyond that waits for one, within its timeout), kept for the next request and closed after
+ * {@code spark.ucx4j.shuffle.idleTimeout} unused ({@link PeerConnectionPool}). A kept connection that
+ * turns out closed by the peer (its server closes connections idle for twice that, or at its own cap) is
+ * replaced by a fresh one at once, without counting as a retry. After a connection failure the peer's
+ * address is asked of the driver again: an executor Spark has removed fails the fetch at once.
+ *
  * <p>Threading: safe from any thread. Ownership: the shuffle manager owns it; {@link #close()} closes idle
  * comms (fetches in flight fail).
  */
@@ -54,7 +57,7 @@ final class UcxBlockStoreClient extends BlockStoreClient {
     private final ShuffleTransportSettings settings;
     private final PeerDirectory registry;
     private final String localExecutorId;
-    private final Map<URI, Deque<Comm>> idle = new ConcurrentHashMap<>();
+    private final PeerConnectionPool connections;
     private final ThreadFactory threads =
             Thread.ofVirtual().name("ucx4j-shuffle-fetch-", 0).factory();
     private final AtomicLong bytesFetched = new AtomicLong();
@@ -66,6 +69,18 @@ final class UcxBlockStoreClient extends BlockStoreClient {
         this.settings = settings;
         this.registry = registry;
         this.localExecutorId = localExecutorId;
+        this.connections = new PeerConnectionPool(
+                context, settings.options(), settings.maxConnectionsPerPeer(), settings.idleTimeout());
+    }
+
+    /**
+     * Connections to {@code address} kept idle for the next request now.
+     *
+     * @param address a peer's server
+     * @return the count
+     */
+    int idleConnections(URI address) {
+        return connections.idleCount(address);
     }
 
     /**
@@ -115,7 +130,21 @@ final class UcxBlockStoreClient extends BlockStoreClient {
                 }
                 fetch(registry.lookup(execId), execId, ids, listener, settled);
                 return;
+            } catch (StaleConnectionException e) {
+                // A kept connection the peer had closed (idle, or at its connection cap): a fresh one at
+                // once, not counted as a retry. Each round uses up one kept connection, so this ends.
+                LOG.debug("ucx4j shuffle: a kept connection to executor {} was closed ({}); reconnecting", execId, e);
             } catch (RetriableFetchException e) {
+                // The address may be stale (the executor is gone): ask the driver again, which fails at
+                // once (no retries) when Spark removed the executor.
+                registry.forget(execId);
+                try {
+                    registry.lookup(execId);
+                } catch (Throwable gone) {
+                    gone.addSuppressed(e.getCause());
+                    failUnsettled(ids, settled, listener, gone);
+                    return;
+                }
                 if (attempt++ < settings.maxRetries() && !closed) {
                     LOG.info(
                             "ucx4j shuffle: fetching {} blocks from executor {} failed ({}); retry {} of {} in {}",
@@ -154,6 +183,15 @@ final class UcxBlockStoreClient extends BlockStoreClient {
         }
     }
 
+    /** A kept connection failed before any block was delivered: the peer may have closed it meanwhile. */
+    private static final class StaleConnectionException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        StaleConnectionException(RuntimeException cause) {
+            super(cause);
+        }
+    }
+
     /** A failure of the connection itself (before any block was delivered), worth another try. */
     private static final class RetriableFetchException extends RuntimeException {
         private static final long serialVersionUID = 1L;
@@ -164,23 +202,24 @@ final class UcxBlockStoreClient extends BlockStoreClient {
     }
 
     private void fetch(URI address, String execId, String[] ids, BlockFetchingListener listener, boolean[] settled) {
-        Comm comm;
+        // One deadline for a free connection, the request's write and the reply's read: a peer that stops
+        // taking data must not hold the fetch longer than a silent one.
+        long deadline = System.nanoTime() + settings.fetchTimeout().toNanos();
+        PeerConnectionPool.Lease lease;
         try {
-            comm = borrow(address);
-        } catch (CommAuthenticationException e) {
+            lease = connections.borrow(address, deadline);
+        } catch (CommAuthenticationException | CommTimeoutException e) {
             throw e;
         } catch (CommException e) {
             throw new RetriableFetchException(e);
         }
+        Comm comm = lease.comm();
         Message reply;
         try {
-            // One deadline for the request's write and the reply's read: a peer that stops taking data
-            // must not hold the fetch longer than a silent one.
-            long deadline = System.nanoTime() + settings.fetchTimeout().toNanos();
             awaitWrite(comm.writeAsync(Message.ofBytes(BlockFetchProtocol.encodeRequest(ids))), deadline);
             reply = comm.read(Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
         } catch (CommTimeoutException e) {
-            comm.abort();
+            connections.drop(lease);
             throw new CommTimeoutException(
                     "executor " + execId + " (" + address + ") did not take the request for or reply to a fetch of "
                             + ids.length
@@ -189,10 +228,10 @@ final class UcxBlockStoreClient extends BlockStoreClient {
                             + ")",
                     e);
         } catch (CommException e) {
-            comm.abort();
-            throw new RetriableFetchException(e);
+            connections.drop(lease);
+            throw lease.reused() ? new StaleConnectionException(e) : new RetriableFetchException(e);
         }
-        deliver(comm, address, execId, ids, reply, listener, settled);
+        deliver(lease, execId, ids, reply, listener, settled);
     }
 
     private static void awaitWrite(CompletableFuture<Void> write, long deadline) {
@@ -212,13 +251,13 @@ final class UcxBlockStoreClient extends BlockStoreClient {
     }
 
     private void deliver(
-            Comm comm,
-            URI address,
+            PeerConnectionPool.Lease lease,
             String execId,
             String[] ids,
             Message reply,
             BlockFetchingListener listener,
             boolean[] settled) {
+        URI address = lease.address();
         List<BlockFetchProtocol.Entry> entries;
         try {
             if (reply.frameCount() < 1) {
@@ -244,10 +283,10 @@ final class UcxBlockStoreClient extends BlockStoreClient {
             }
         } catch (RuntimeException e) {
             reply.close();
-            comm.abort();
+            connections.drop(lease);
             throw e;
         }
-        giveBack(address, comm);
+        connections.giveBack(lease);
         int served = reply.frameCount() - 1;
         long bytes = 0;
         for (int f = 1; f <= served; f++) {
@@ -313,42 +352,9 @@ final class UcxBlockStoreClient extends BlockStoreClient {
         }
     }
 
-    private Comm borrow(URI address) {
-        Deque<Comm> pool = idle.get(address);
-        if (pool != null) {
-            synchronized (pool) {
-                Comm c;
-                while ((c = pool.pollFirst()) != null) {
-                    if (!c.isClosed()) {
-                        return c;
-                    }
-                }
-            }
-        }
-        return context.connect(address, settings.options());
-    }
-
-    private void giveBack(URI address, Comm comm) {
-        if (closed) {
-            comm.close();
-            return;
-        }
-        Deque<Comm> pool = idle.computeIfAbsent(address, a -> new ArrayDeque<>());
-        synchronized (pool) {
-            pool.addFirst(comm);
-        }
-    }
-
     @Override
     public void close() {
         closed = true;
-        for (Deque<Comm> pool : idle.values()) {
-            synchronized (pool) {
-                Comm c;
-                while ((c = pool.pollFirst()) != null) {
-                    c.close();
-                }
-            }
-        }
+        connections.close();
     }
 }

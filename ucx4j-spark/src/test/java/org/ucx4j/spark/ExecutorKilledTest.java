@@ -31,7 +31,8 @@ import org.ucx4j.testsupport.Requirements;
  * <p>How the kill lands mid-reduce: fetches are limited to one block in flight per executor, so a reduce
  * task holds most of its remote blocks still unfetched when it reads its first record; the first attempt
  * of reduce partition 0 then writes its executor id to a file and waits for the test, which kills the
- * other executor and lets the task go on.
+ * other executor and lets the task go on. Afterwards the driver's registry no longer lists the killed
+ * executor.
  */
 @Tag("spark")
 @Tag("native")
@@ -92,6 +93,10 @@ class ExecutorKilledTest {
             Files.writeString(go, "go");
             List<String> sums = job.get(4, TimeUnit.MINUTES);
             assertEquals(expected(), sums);
+            await("the driver's registry forgets the killed executor")
+                    .atMost(Duration.ofSeconds(60))
+                    .until(() ->
+                            !LocalClusters.driverManager().executorAddresses().containsKey(victimId));
         } finally {
             Files.deleteIfExists(go);
         }

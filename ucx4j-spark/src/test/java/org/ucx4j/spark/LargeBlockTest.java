@@ -73,7 +73,9 @@ class LargeBlockTest {
                     1 << 20,
                     0,
                     Duration.ZERO,
-                    false);
+                    false,
+                    16,
+                    Duration.ofMinutes(1));
             PeerDirectory directory = new PeerDirectory() {
                 @Override
                 public URI lookup(String executorId) {

@@ -5,22 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.apache.spark.network.buffer.FileSegmentManagedBuffer;
-import org.apache.spark.network.buffer.ManagedBuffer;
-import org.apache.spark.network.shuffle.MergedBlockMeta;
-import org.apache.spark.network.util.MapConfigProvider;
-import org.apache.spark.network.util.TransportConf;
 import org.apache.spark.shuffle.ShuffleBlockResolver;
-import org.apache.spark.storage.BlockId;
-import org.apache.spark.storage.ShuffleBlockId;
-import org.apache.spark.storage.ShuffleMergedBlockId;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -31,7 +22,6 @@ import org.ucx4j.comm.Comm;
 import org.ucx4j.comm.CommContext;
 import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.Message;
-import scala.Option;
 
 /**
  * The block server against requests as a hostile or unlucky client sends them, over {@code tcp://}: ids
@@ -42,8 +32,6 @@ import scala.Option;
 @Tag("spark")
 @Timeout(value = 2, unit = TimeUnit.MINUTES)
 class ShuffleBlockServerTest {
-    private static final TransportConf TRANSPORT = new TransportConf("shuffle", MapConfigProvider.EMPTY);
-
     @TempDir
     Path dir;
 
@@ -54,43 +42,14 @@ class ShuffleBlockServerTest {
         context.close();
     }
 
-    /** Map 0's data file holds blocks of 10 bytes each (block r = bytes r*10..r*10+9); map 9 has no file. */
-    private final class TenByteBlocks implements ShuffleBlockResolver {
-        private final File data;
-
-        TenByteBlocks(File data) {
-            this.data = data;
-        }
-
-        @Override
-        public ManagedBuffer getBlockData(BlockId blockId, Option<String[]> dirs) {
-            ShuffleBlockId id = (ShuffleBlockId) blockId;
-            File file = id.mapId() == 9 ? dir.resolve("gone.data").toFile() : data;
-            int length = id.reduceId() == 999_999 ? (int) data.length() : 10;
-            long offset = id.reduceId() == 999_999 ? 0 : id.reduceId() * 10L;
-            return new FileSegmentManagedBuffer(TRANSPORT, file, offset, length);
-        }
-
-        @Override
-        public scala.collection.immutable.Seq<ManagedBuffer> getMergedBlockData(
-                ShuffleMergedBlockId blockId, Option<String[]> dirs) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public MergedBlockMeta getMergedBlockMeta(ShuffleMergedBlockId blockId, Option<String[]> dirs) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public void stop() {}
-    }
-
     @Test
     void hostileAndMissingIdsGetShortErrorsAndTheConnectionStays() throws Exception {
         Path data = dir.resolve("shuffle_0_0_0.data");
         Files.write(data, bytes(2_000, 0));
-        try (ShuffleBlockServer server = server(new TenByteBlocks(data.toFile()), 1 << 20);
+        try (ShuffleBlockServer server = server(
+                        new TenByteBlocks(
+                                data.toFile(), dir.resolve("gone.data").toFile()),
+                        1 << 20);
                 Comm comm = context.connect(server.address(), options())) {
             String[] ids = {"../../etc/passwd", "rdd_1_2", "", "shuffle_0_9_0", "shuffle_0_0_3"};
             Reply reply = request(comm, ids);
@@ -118,7 +77,10 @@ class ShuffleBlockServerTest {
         Path data = dir.resolve("shuffle_0_0_0.data");
         int whole = (int) (3 * ShuffleBlockServer.MAP_AT_LEAST);
         Files.write(data, bytes(whole, 0));
-        try (ShuffleBlockServer server = server(new TenByteBlocks(data.toFile()), 4096);
+        try (ShuffleBlockServer server = server(
+                        new TenByteBlocks(
+                                data.toFile(), dir.resolve("gone.data").toFile()),
+                        4096);
                 Comm comm = context.connect(server.address(), options())) {
             String[] ids = new String[1_000];
             for (int r = 0; r < ids.length; r++) {
@@ -153,7 +115,17 @@ class ShuffleBlockServerTest {
 
     private ShuffleBlockServer server(ShuffleBlockResolver resolver, long maxBytesInFlight) {
         ShuffleTransportSettings settings = new ShuffleTransportSettings(
-                "tcp", "tcp", null, options(), Duration.ofSeconds(30), maxBytesInFlight, 0, Duration.ZERO, false);
+                "tcp",
+                "tcp",
+                null,
+                options(),
+                Duration.ofSeconds(30),
+                maxBytesInFlight,
+                0,
+                Duration.ZERO,
+                false,
+                16,
+                Duration.ofMinutes(1));
         return new ShuffleBlockServer(context, "127.0.0.1", settings, resolver);
     }
 

@@ -28,7 +28,9 @@ class ShuffleTransportSettingsTest {
                 .set("spark.ucx4j.connect-timeout", "3s")
                 .set("spark.ucx4j.max-frames", "17")
                 .set("spark.shuffle.io.maxRetries", "5")
-                .set("spark.shuffle.io.retryWait", "250ms");
+                .set("spark.shuffle.io.retryWait", "250ms")
+                .set("spark.ucx4j.shuffle.maxConnectionsPerPeer", "3")
+                .set("spark.ucx4j.shuffle.idleTimeout", "1500ms");
         assertEquals(Map.of("connect-timeout", "3s", "max-frames", "17"), ShuffleTransportSettings.ucx4jKeys(conf));
         ShuffleTransportSettings s = ShuffleTransportSettings.from(conf, null);
         assertEquals("tcp", s.scheme());
@@ -36,6 +38,8 @@ class ShuffleTransportSettingsTest {
         assertEquals(64L << 20, s.serverMaxBytesInFlight());
         assertEquals(5, s.maxRetries());
         assertEquals(Duration.ofMillis(250), s.retryWait());
+        assertEquals(3, s.maxConnectionsPerPeer());
+        assertEquals(Duration.ofMillis(1500), s.idleTimeout());
         assertEquals(Duration.ofSeconds(3), s.options().config().get(UcxKeys.CONNECT_TIMEOUT));
         assertEquals(17, s.options().maxFrames());
         assertFalse(s.authenticated());
@@ -84,5 +88,15 @@ class ShuffleTransportSettingsTest {
                         new SparkConf(false).set("spark.ucx4j.transport", "tcp").set("spark.authenticate", "true"),
                         null));
         assertTrue(noSecret.getMessage().contains("spark.authenticate"), noSecret.getMessage());
+        IllegalArgumentException noConnections = assertThrows(
+                IllegalArgumentException.class,
+                () -> ShuffleTransportSettings.from(
+                        new SparkConf(false)
+                                .set("spark.ucx4j.transport", "tcp")
+                                .set("spark.ucx4j.shuffle.maxConnectionsPerPeer", "0"),
+                        null));
+        assertTrue(
+                noConnections.getMessage().contains("spark.ucx4j.shuffle.maxConnectionsPerPeer"),
+                noConnections.getMessage());
     }
 }

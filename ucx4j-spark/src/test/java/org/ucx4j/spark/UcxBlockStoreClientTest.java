@@ -238,7 +238,9 @@ class UcxBlockStoreClientTest {
                 1 << 20,
                 1,
                 Duration.ofMillis(100),
-                false);
+                false,
+                16,
+                Duration.ofMinutes(1));
         PeerDirectory directory = directoryOrNull != null
                 ? directoryOrNull
                 : new PeerDirectory() {
