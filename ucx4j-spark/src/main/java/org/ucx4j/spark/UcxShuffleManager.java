@@ -2,6 +2,7 @@ package org.ucx4j.spark;
 
 import java.net.URI;
 import java.util.Map;
+import org.apache.spark.ShuffleDependency;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
@@ -27,14 +28,18 @@ import org.ucx4j.comm.CommContext;
  * Failures surface as Spark's own fetch failures, so the scheduler re-runs lost map output. Settings:
  * {@link ShuffleTransportSettings} and docs/SPARK.md.
  *
- * <p>Start-up is lazy: nothing of ucx4j starts until the first shuffle task on an executor, because
- * Spark creates the shuffle manager before the executor's block manager is ready. Push-based shuffle
- * (which needs Spark's external shuffle service) is left to Spark's reader.
+ * <p>Start-up: an executor starts its server and registers it with the driver when Spark creates this
+ * shuffle manager (Spark 4.2 does so after the executor's block manager is ready), on a background thread,
+ * so that executors that never run a shuffle task are found too; a map task waits for the registration
+ * only when it ends (its output is announced then), so the start overlaps the first task's work. Where that is not possible (no block manager yet, or the start
+ * failed: the reason is logged) it starts at the first shuffle task instead, which then fails with the
+ * reason. In {@code local} mode (the driver is the executor) it starts at the first shuffle task.
+ * Push-based shuffle (which needs Spark's external shuffle service) is left to Spark's reader.
  *
  * <p>Threading: Spark calls it from task threads concurrently; start-up happens once. Ownership: Spark
  * creates it and calls {@link #stop()}, which closes the server, the client and their comms.
  */
-public class UcxShuffleManager extends SortShuffleManager {
+public final class UcxShuffleManager extends SortShuffleManager {
     private static final Logger LOG = LoggerFactory.getLogger(UcxShuffleManager.class);
 
     private final SparkConf conf;
@@ -43,6 +48,8 @@ public class UcxShuffleManager extends SortShuffleManager {
     private volatile ExecutorAddressRegistry.Driver registry;
     private volatile Executor executor;
     private boolean stopped;
+    /** The background start begun at executor start, or null. */
+    private volatile Thread starting;
 
     /** The executor side's parts, created together on first use. */
     private record Executor(
@@ -68,24 +75,55 @@ public class UcxShuffleManager extends SortShuffleManager {
                 env.rpcEnv().setupEndpoint(ExecutorAddressRegistry.ENDPOINT_NAME, endpoint);
                 registry = endpoint;
             }
+        } else {
+            startIfReady();
         }
     }
 
     /**
-     * Created by Spark when it does not say whether this is the driver: the executor side.
-     *
-     * @param conf Spark's configuration
+     * Starts the executor's parts in the background now when its block manager is ready (else, or when
+     * that fails, at the first shuffle task). Tasks that need them wait on {@link #executor()}'s lock.
      */
-    public UcxShuffleManager(SparkConf conf) {
-        this(conf, false);
+    private void startIfReady() {
+        SparkEnv env = SparkEnv.get();
+        if (env == null || env.blockManager() == null || env.blockManager().blockManagerId() == null) {
+            return;
+        }
+        starting = Thread.ofVirtual().name("ucx4j-shuffle-start").start(() -> {
+            try {
+                executor();
+            } catch (Throwable e) {
+                // Also Scala's undeclared exceptions (the driver's RPC): the executor must still come up;
+                // its first shuffle task tries again and fails with the reason.
+                LOG.warn(
+                        "ucx4j shuffle: could not start at executor start ({}); trying again at the first"
+                                + " shuffle task",
+                        e.toString());
+            }
+        });
+    }
+
+    @Override
+    public <K, V, C> ShuffleHandle registerShuffle(int shuffleId, ShuffleDependency<K, V, C> dependency) {
+        ExecutorAddressRegistry.Driver r = registry;
+        if (r != null) {
+            // The driver's context is active by the first shuffle: follow executor removals from now on.
+            r.watchRemovals();
+        }
+        return super.registerShuffle(shuffleId, dependency);
     }
 
     @Override
     public <K, V> ShuffleWriter<K, V> getWriter(
             ShuffleHandle handle, long mapId, TaskContext context, ShuffleWriteMetricsReporter metrics) {
-        // The server must be registered before this map output can be asked for.
-        executor();
-        return super.getWriter(handle, mapId, context, metrics);
+        Thread start = starting;
+        if (start == null || !start.isAlive()) {
+            // No start under way: start (or fail) now, before the task does its work.
+            executor();
+        }
+        // The server must be registered before this map output can be asked for: the writer waits for it
+        // when it ends, so that a start under way overlaps the task's work.
+        return new RegisteredOutputWriter<>(super.getWriter(handle, mapId, context, metrics), this::executor);
     }
 
     @Override
@@ -172,7 +210,7 @@ public class UcxShuffleManager extends SortShuffleManager {
     /**
      * On the driver: the ucx4j shuffle addresses the executors registered, by executor id.
      *
-     * @return a copy; empty on executors and before any executor started a shuffle
+     * @return a copy; empty on executors and before any executor registered
      */
     public Map<String, URI> executorAddresses() {
         ExecutorAddressRegistry.Driver r = registry;
@@ -191,7 +229,7 @@ public class UcxShuffleManager extends SortShuffleManager {
     }
 
     /**
-     * The settings this executor runs with, or empty before its first shuffle task (and on the driver).
+     * The settings this executor runs with, or empty before its server started (and on the driver).
      *
      * @return the settings
      */
