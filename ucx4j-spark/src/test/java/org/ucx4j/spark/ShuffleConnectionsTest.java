@@ -78,9 +78,10 @@ class ShuffleConnectionsTest {
     @ValueSource(strings = {"tcp", "ucx"})
     void aKeptConnectionTheServerClosedIsReplacedWithoutARetry(String scheme) throws Exception {
         requireTransport(scheme);
-        // The server closes connections idle for 2 x 200 ms; the client would keep them a minute, and a
-        // retry would wait 5 minutes (longer than this test may run): only a transparent reconnect passes.
-        try (ShuffleBlockServer server = server(scheme, 16, Duration.ofMillis(200));
+        // The server closes connections idle for 2 x 1 s (long enough for a loaded machine to send a
+        // fresh connection's request); the client would keep them a minute, and a retry would wait 5
+        // minutes (longer than this test may run): only a transparent reconnect passes.
+        try (ShuffleBlockServer server = server(scheme, 16, Duration.ofSeconds(1));
                 UcxBlockStoreClient client = client(server.address(), 16, Duration.ofMinutes(1))) {
             assertEquals("0,1,2,3,4,5,6,7,8,9", fetch(client, "shuffle_0_0_0").get("shuffle_0_0_0"));
             await("the server closes the idle connection")
