@@ -14,6 +14,8 @@
 #   bench/spark-shuffle.sh --size-mb 2400 --executor-memory 3g --html /tmp/spark.html
 #   bench/spark-shuffle.sh --transport tcp         # ucx4j over tcp:// instead of ucx://
 #   ROUNDS=3 bench/spark-shuffle.sh --size-mb 500
+#   ROUNDS=5 BEFORE_PLUGIN=/tmp/old-all.jar bench/spark-shuffle.sh --quick   # A/B: an older plug-in jar
+#                                  # runs too in each round (label "before"); a second table compares them
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
@@ -33,7 +35,7 @@ while [ $# -gt 0 ]; do
         --transport) TRANSPORT=$2; shift ;;
         --executor-memory) EXEC_MEM=$2; shift ;;
         --html) HTML=$2; shift ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) echo "spark-shuffle.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -132,6 +134,10 @@ run() { # LABEL SPARK-SUBMIT-OPTIONS...
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $SIZE_MB MB, $PARTITIONS partitions, $ROUNDS round(s)" >&2
 for ((r = 1; r <= ROUNDS; r++)); do
     run netty
+    if [ -n "${BEFORE_PLUGIN:-}" ]; then
+        run before --jars "$BEFORE_PLUGIN" --conf spark.shuffle.manager=org.ucx4j.spark.UcxShuffleManager \
+            --conf "spark.ucx4j.transport=$TRANSPORT"
+    fi
     run ucx4j --jars "$PLUGIN" --conf spark.shuffle.manager=org.ucx4j.spark.UcxShuffleManager \
         --conf "spark.ucx4j.transport=$TRANSPORT"
 done
@@ -160,6 +166,18 @@ for name, key in metrics:
 print(f"| bytes shuffled | {med('netty', 'bytesShuffled'):,.0f} | {med('ucx4j', 'bytesShuffled'):,.0f} | |")
 print(f"| bytes read remotely | {med('netty', 'remoteBytesRead'):,.0f} | {med('ucx4j', 'remoteBytesRead'):,.0f} | |")
 print(f"| bytes fetched through ucx4j | 0 | {med('ucx4j', 'bytesFetchedViaUcx4j'):,.0f} | |")
+before = [r for r in rows if r["label"] == "before"]
+if before:
+    by["before"] = before
+    print(f"\n| A/B, {len(before)} round(s), medians | Netty | ucx4j before | ucx4j after | after / before |")
+    print("|---|---:|---:|---:|---:|")
+    for name, key in metrics:
+        n, b, u = med("netty", key), med("before", key), med("ucx4j", key)
+        print(f"| {name} | {n:.2f} | {b:.2f} | {u:.2f} | {u / b if b else float('nan'):.2f} |")
+    print("per round, job seconds (netty, before, after): " + "; ".join(
+        f"{n['jobSeconds']:.2f} {b['jobSeconds']:.2f} {u['jobSeconds']:.2f}"
+        for n, b, u in zip(by["netty"], before, by["ucx4j"])))
+    del by["before"]
 print(f"\nresults identical: {results.pop()}")
 
 # The chart: grouped bars, the demo's colours (ucx4j blue, the other transport orange).
