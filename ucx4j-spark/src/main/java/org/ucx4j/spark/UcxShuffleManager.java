@@ -31,9 +31,9 @@ import org.ucx4j.comm.CommContext;
  * <p>Start-up: an executor starts its server and registers it with the driver when Spark creates this
  * shuffle manager (Spark 4.2 does so after the executor's block manager is ready), on a background thread,
  * so that executors that never run a shuffle task are found too; a map task waits for the registration
- * only when it ends (its output is announced then), so the start overlaps the first task's work. Where that is not possible (no block manager yet, or the start
- * failed: the reason is logged) it starts at the first shuffle task instead, which then fails with the
- * reason. In {@code local} mode (the driver is the executor) it starts at the first shuffle task.
+ * only when it ends (its output is announced then), so the start overlaps the first task's work. Where
+ * that is not possible (no block manager yet, or the start failed: the reason is logged) it starts at the
+ * first shuffle task instead, which then fails with the reason. In {@code local} mode (the driver is the executor) it starts at the first shuffle task.
  * Push-based shuffle (which needs Spark's external shuffle service) is left to Spark's reader.
  *
  * <p>Threading: Spark calls it from task threads concurrently; start-up happens once. Ownership: Spark
@@ -78,6 +78,15 @@ public final class UcxShuffleManager extends SortShuffleManager {
         } else {
             startIfReady();
         }
+    }
+
+    /**
+     * Created by Spark when it does not say whether this is the driver: the executor side.
+     *
+     * @param conf Spark's configuration
+     */
+    public UcxShuffleManager(SparkConf conf) {
+        this(conf, false);
     }
 
     /**
