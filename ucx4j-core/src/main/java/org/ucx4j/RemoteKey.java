@@ -157,7 +157,11 @@ public final class RemoteKey implements AutoCloseable {
         if (!closeCalled.compareAndSet(false, true) || destroyed) {
             return;
         }
-        endpoint.runtime().engine.execute(this::requestClose);
+        try {
+            endpoint.runtime().engine.execute(this::requestClose);
+        } catch (IllegalStateException workerClosed) {
+            // The worker is closed or closing: its destruction ends what the key was used with.
+        }
     }
 
     @Override

@@ -131,18 +131,27 @@ public final class NativeWorker {
 
     /**
      * Runs an operation's submission with the lock held; if it throws, the operation fails with that
-     * exception instead of being lost.
+     * exception instead of being lost; if the worker closed before it could run, the operation fails with
+     * an {@link IllegalStateException} saying so.
      */
     public void submit(Operation op, Runnable task) {
-        engine.execute(() -> {
-            try {
-                task.run();
-            } catch (Throwable t) {
-                if (!op.future.isDone()) {
-                    operations.failUnsubmitted(op, t);
+        try {
+            engine.execute(() -> {
+                try {
+                    task.run();
+                } catch (Throwable t) {
+                    if (!op.future.isDone()) {
+                        operations.failUnsubmitted(op, t);
+                    }
                 }
+            });
+        } catch (IllegalStateException workerClosed) {
+            // The worker closed between the caller's open check and here: the task never ran and never
+            // will, so the operation fails now (nothing of it reached UCX or the table).
+            if (!op.future.isDone()) {
+                operations.failUnsubmitted(op, workerClosed);
             }
-        });
+        }
     }
 
     /**

@@ -8,6 +8,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
@@ -84,6 +85,14 @@ public final class ProgressEngine {
 
     private volatile boolean armed;
     private volatile boolean running = true;
+    /**
+     * Set, with the lock held, just before the last drain that precedes the worker's destruction: from
+     * then on no task runs inline or is queued (it is refused with {@link IllegalStateException}), no
+     * round calls UCX, and no signal reaches the worker.
+     */
+    private volatile boolean destroyed;
+    /** Threads inside {@link #signal()}: the destruction waits for them (no signal to a freed worker). */
+    private final AtomicInteger signalling = new AtomicInteger();
     // Written once by start(), before any other thread can reach this engine; volatile for those that do.
     private volatile Thread thread;
 
@@ -142,9 +151,18 @@ public final class ProgressEngine {
      * threading contract keeps on the progress thread.
      *
      * <p>{@code task} must complete no future that user code could already hold: it runs on the caller.
+     *
+     * @throws IllegalStateException when the worker is being destroyed, or was: {@code task} never runs
+     *     (a task queued just before is either run by the last drain or taken back and refused here)
      */
     public void execute(Runnable task) {
+        if (destroyed) {
+            throw closedWhileSubmitting();
+        }
         if (lock.isHeldByCurrentThread()) {
+            if (destroyed) {
+                throw closedWhileSubmitting();
+            }
             if (queue.isEmpty()) {
                 task.run();
             } else {
@@ -155,6 +173,9 @@ public final class ProgressEngine {
         if (queue.isEmpty() && lock.tryLock()) {
             boolean ran = false;
             try {
+                if (destroyed) {
+                    throw closedWhileSubmitting();
+                }
                 if (queue.isEmpty()) {
                     ran = true;
                     task.run();
@@ -167,14 +188,39 @@ public final class ProgressEngine {
                 return;
             }
         }
+        enqueue(task);
+    }
+
+    /**
+     * Queues {@code task} for the next round, even when the caller holds the lock. Once the worker is
+     * being destroyed the task is dropped: its destruction fails every operation still pending, which
+     * is all a later task (a cancel, a close) could have done.
+     */
+    public void later(Runnable task) {
+        try {
+            enqueue(task);
+        } catch (IllegalStateException destroying) {
+            // dropped, as documented
+        }
+    }
+
+    /**
+     * Queues {@code task}; if the destruction began meanwhile and its last drain did not take the task,
+     * takes it back and refuses it (a queued task nobody will ever run would leave its caller waiting).
+     */
+    private void enqueue(Runnable task) {
         queue.offer(task);
+        if (destroyed) {
+            if (queue.remove(task)) {
+                throw closedWhileSubmitting();
+            }
+            return; // the last drain ran it
+        }
         wakeIfArmed();
     }
 
-    /** Queues {@code task} for the next round, even when the caller holds the lock. */
-    public void later(Runnable task) {
-        queue.offer(task);
-        wakeIfArmed();
+    private static IllegalStateException closedWhileSubmitting() {
+        return new IllegalStateException("the UCX worker is closed (it closed before this call reached UCX)");
     }
 
     private void wakeIfArmed() {
@@ -185,7 +231,14 @@ public final class ProgressEngine {
     }
 
     private void signal() {
-        NativeCalls.callInt(() -> (byte) Ucp.worker_signal.invokeExact(handle));
+        signalling.incrementAndGet();
+        try {
+            if (!destroyed) {
+                NativeCalls.callInt(() -> (byte) Ucp.worker_signal.invokeExact(handle));
+            }
+        } finally {
+            signalling.decrementAndGet();
+        }
     }
 
     private int drainQueue() {
@@ -206,6 +259,9 @@ public final class ProgressEngine {
 
     /** One round with the lock held: queued tasks, due timers, UCX progress. */
     private int round() {
+        if (destroyed) {
+            return 0;
+        }
         int n = drainQueue();
         n += timers.runDue();
         for (int i = 0; i < MAX_PROGRESS_PER_ROUND; i++) {
@@ -296,7 +352,7 @@ public final class ProgressEngine {
      *     false when there was work or UCX reported pending events (BUSY): progress again
      */
     private boolean idleAndArmed() {
-        if (round() > 0 || !queue.isEmpty()) {
+        if (destroyed || round() > 0 || !queue.isEmpty()) {
             return false;
         }
         return NativeCalls.callInt(() -> (byte) Ucp.worker_arm.invokeExact(handle)) == UcxStatus.OK.code();
@@ -329,6 +385,7 @@ public final class ProgressEngine {
         long idleSince = 0;
         int steps = 0;
         while (!f.isDone()
+                && !destroyed
                 && System.nanoTime() < deadlineNanos
                 && !Thread.currentThread().isInterrupted()) {
             if (progressOnce() > 0) {
@@ -425,6 +482,15 @@ public final class ProgressEngine {
         }
         if (mode == ProgressMode.CALLER) {
             progressUntil(f, deadline);
+            if (destroyed && !f.isDone()) {
+                // Nobody progresses a destroyed worker: wait for its destruction to end (which fails
+                // every operation still pending), then give up on anything else.
+                lock.lock();
+                lock.unlock();
+                if (!f.isDone()) {
+                    throw new IllegalStateException("'" + what + "' cannot complete: the UCX worker closed");
+                }
+            }
         } else if (!f.isDone() && running) {
             spinWait(f);
         }
@@ -487,7 +553,11 @@ public final class ProgressEngine {
     void runLockedAfterDrain(Runnable body) {
         lock.lock();
         try {
+            destroyed = true;
             drainQueue();
+            while (signalling.get() != 0) {
+                Thread.onSpinWait(); // a signal under way: it read destroyed before it was set
+            }
             body.run();
         } finally {
             lock.unlock();
