@@ -1,5 +1,6 @@
 package org.ucx4j;
 
+import java.lang.ref.SoftReference;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -9,6 +10,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.ServiceLoader;
 import java.util.Set;
+import java.util.WeakHashMap;
 import org.ucx4j.internal.config.ConfigSchema;
 import org.ucx4j.internal.config.ModuleKeyNames;
 import org.ucx4j.spi.ConfigKeySet;
@@ -18,8 +20,16 @@ import org.ucx4j.spi.ConfigKeySet;
  * through {@link ServiceLoader} as a {@link ConfigKeySet}, in documentation order (the core first,
  * then the modules by name).
  *
- * <p>Threading: immutable. The discovered registry is computed once, on first use, and never changes
- * (the modules on the path do not change while a process runs).
+ * <p>Where modules are found: through the core's own class loader (the module or class path the core
+ * came from) and through the calling thread's context class loader, together. Containers such as
+ * Spark load applications' jars (a shaded ucx4j-spark, ucx4j-comm given with {@code --jars}) in a
+ * child loader that the core's loader cannot see into; they make that loader the context loader of
+ * the threads that run application code, so its modules' keys are found there. A module found through
+ * both is taken once (the core's loader's first).
+ *
+ * <p>Threading: immutable, and safe from any thread. The registry of the core's loader is computed
+ * once, on first use; one for another context loader once per loader (kept while memory allows, and
+ * never keeping the loader itself alive).
  */
 final class ConfigRegistry {
     private final List<ConfigKey<?>> keys;
@@ -75,7 +85,49 @@ final class ConfigRegistry {
      * @return the registry, found once per process
      */
     static ConfigRegistry discovered() {
-        return Discovered.REGISTRY;
+        ClassLoader context = Thread.currentThread().getContextClassLoader();
+        if (context == null || seenBy(context, Discovered.OWN_LOADER)) {
+            return Discovered.REGISTRY;
+        }
+        synchronized (BY_CONTEXT_LOADER) {
+            SoftReference<ConfigRegistry> known = BY_CONTEXT_LOADER.get(context);
+            ConfigRegistry registry = known == null ? null : known.get();
+            if (registry == null) {
+                registry = new ConfigRegistry(keySets(Discovered.OWN_LOADER, context));
+                BY_CONTEXT_LOADER.put(context, new SoftReference<>(registry));
+            }
+            return registry;
+        }
+    }
+
+    /** Registries for context loaders other than the core's own: weak keys, soft values. */
+    private static final Map<ClassLoader, SoftReference<ConfigRegistry>> BY_CONTEXT_LOADER = new WeakHashMap<>();
+
+    /**
+     * Whether everything {@code loader} sees, {@code own} sees too: it is {@code own} or one of its
+     * ancestors (class loaders delegate to their parents first).
+     */
+    private static boolean seenBy(ClassLoader loader, ClassLoader own) {
+        for (ClassLoader l = own; l != null; l = l.getParent()) {
+            if (l == loader) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The key sets found through each loader in turn; a module found again (by name) is skipped. */
+    private static List<ConfigKeySet> keySets(ClassLoader... loaders) {
+        Map<String, ConfigKeySet> byModule = new LinkedHashMap<>();
+        for (ClassLoader loader : loaders) {
+            if (loader == null) {
+                continue;
+            }
+            ServiceLoader.load(ConfigKeySet.class, loader).stream()
+                    .map(ServiceLoader.Provider::get)
+                    .forEach(set -> byModule.putIfAbsent(set.module(), set));
+        }
+        return List.copyOf(byModule.values());
     }
 
     /**
@@ -116,9 +168,7 @@ final class ConfigRegistry {
 
     /** Holder: the service lookup runs on first use, once. */
     private static final class Discovered {
-        static final ConfigRegistry REGISTRY =
-                new ConfigRegistry(ServiceLoader.load(ConfigKeySet.class, ConfigKeySet.class.getClassLoader()).stream()
-                        .map(ServiceLoader.Provider::get)
-                        .toList());
+        static final ClassLoader OWN_LOADER = ConfigKeySet.class.getClassLoader();
+        static final ConfigRegistry REGISTRY = new ConfigRegistry(keySets(OWN_LOADER));
     }
 }
