@@ -69,7 +69,13 @@ final class BenchClient {
                         EnumSet.of(Feature.TAG, run.op().feature()));
                 Arena arena = Arena.ofShared()) {
             List<String> transports = session.context().transports();
-            UcxEndpoint ep = session.worker().connect(host, port);
+            UcxEndpoint ep;
+            try {
+                ep = BenchRendezvous.connect(session.worker(), host, port);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(
+                        "cannot reach the bench server at " + host + ":" + port + ": " + e.getMessage(), e);
+            }
             MessagePath path = run.op().oneSided() ? null : MessagePath.of(run.op(), ep);
             MemorySegment control = arena.allocate(BenchProtocol.CONTROL_SIZE, 8);
             // Unmeasured runs of the same shape first: see BenchSettings.DEFAULT_WARMUP_SECONDS.

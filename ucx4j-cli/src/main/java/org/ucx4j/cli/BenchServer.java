@@ -4,7 +4,6 @@ import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.net.InetSocketAddress;
 import java.util.ArrayDeque;
 import java.util.EnumSet;
 import java.util.Set;
@@ -15,13 +14,13 @@ import org.ucx4j.ProgressMode;
 import org.ucx4j.TagInfo;
 import org.ucx4j.UcxConfig;
 import org.ucx4j.UcxEndpoint;
-import org.ucx4j.UcxListener;
 import org.ucx4j.UcxWorker;
 
 /**
- * The passive side of {@code ucx4j bench}: listens, prints {@code PORT <n>} on stdout, accepts one
- * client, serves the runs it asks for until it says bye, then exits. A second client is rejected while
- * one is served.
+ * The passive side of {@code ucx4j bench}: listens on a JVM socket, prints {@code PORT <n>} on stdout,
+ * exchanges worker addresses with one client ({@link BenchRendezvous}; connections that do not speak
+ * that exchange are closed and the wait goes on), serves the runs it asks for until it says bye, then
+ * exits. A second client is refused while one is served (the socket is closed by then).
  *
  * <p>Per run: two-sided operations echo pings (latency) or receive and verify data (bandwidth, rate)
  * through a {@link MessagePath}; one-sided operations get a region of {@code size} bytes allocated by
@@ -63,18 +62,15 @@ final class BenchServer {
     void serve(int port) {
         try (UcxSession session = UcxSession.open("ucx4j-bench-server", progress, config, features)) {
             UcxWorker worker = session.worker();
-            CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
             UcxEndpoint ep;
-            try (UcxListener listener = worker.listen(new InetSocketAddress(port), request -> {
-                if (accepted.isDone()) {
-                    request.reject();
-                } else {
-                    accepted.complete(request.accept());
-                }
-            })) {
-                out.println("PORT " + listener.port());
+            // A socket of the JVM's, not UCX's listener: see BenchRendezvous. Closed once the client is
+            // in, so a second client is refused by the system.
+            try (BenchRendezvous rendezvous = BenchRendezvous.listen(port, System.err)) {
+                out.println("PORT " + rendezvous.port());
                 out.flush();
-                ep = worker.await(accepted); // drives progress in caller mode
+                ep = rendezvous.accept(worker);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException("bench server: " + e.getMessage(), e);
             }
             try (Arena arena = Arena.ofShared()) {
                 MemorySegment control = arena.allocate(BenchProtocol.CONTROL_SIZE, 8);
