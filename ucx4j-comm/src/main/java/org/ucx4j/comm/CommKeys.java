@@ -54,13 +54,23 @@ public final class CommKeys {
             Long.MAX_VALUE,
             "most bytes the comms of one listener receive ahead of their readers, together");
     /**
-     * The most handshakes one {@code ucx://} listener runs at a time, socket and IP-less together
-     * (default 128); a connection beyond it is closed at once.
+     * The most handshakes one {@code ucx://} or {@code tcp://} listener runs at a time ({@code ucx://}: socket
+     * and IP-less together; default 128); a connection beyond it is closed at once.
      */
     public static final ConfigKey<Integer> MAX_PENDING_HANDSHAKES = ConfigKey.count(
             "max-pending-handshakes",
             128,
-            "most handshakes one ucx:// listener runs at a time; a connection beyond it is closed at once");
+            "most handshakes one ucx:// or tcp:// listener runs at a time; a connection beyond it is closed at once");
+    /**
+     * The most of a listener's {@link #MAX_PENDING_HANDSHAKES} that one source (an IPv4 address, an IPv6
+     * /64) may hold at a time (default 32; more than the total means the total): a connection beyond it
+     * is closed at once, so that one address cannot keep everyone else out. Raise it where many
+     * processes of one host connect to one listener at the same moment.
+     */
+    public static final ConfigKey<Integer> MAX_PENDING_HANDSHAKES_PER_SOURCE = ConfigKey.count(
+            "max-pending-handshakes-per-source",
+            32,
+            "most handshakes one source address may have under way at one listener at a time");
     /**
      * The most memory that received messages not yet closed may hold in one comm context (at least 1 MiB;
      * default 1 GiB). Above it the context's comms stop receiving (the peers' data waits with them),
@@ -74,10 +84,13 @@ public final class CommKeys {
             1L << 20,
             Long.MAX_VALUE,
             "most memory that received messages not yet closed may hold in one comm context");
-    /** The shared secret for the handshake; never printed (shown as {@code (set)}). */
+    /**
+     * The shared secret for the handshake; never printed (shown as {@code (set)}). At least {@link
+     * CommOptions#MIN_SECRET_BYTES} bytes (UTF-8), checked when {@link CommOptions} are built.
+     */
     public static final ConfigKey<String> AUTH_SECRET =
-            ConfigKey.secret("auth.secret", "shared secret for the handshake");
-    /** A file holding the shared secret; exclusive with {@link #AUTH_SECRET}. */
+            ConfigKey.secret("auth.secret", "shared secret for the handshake, at least 16 bytes");
+    /** A file holding the shared secret (at least 16 bytes once stripped); exclusive with {@link #AUTH_SECRET}. */
     public static final ConfigKey<String> AUTH_SECRET_FILE =
             ConfigKey.text("auth.secret-file", "file holding the shared secret");
 
@@ -90,6 +103,7 @@ public final class CommKeys {
             MAX_IN_FLIGHT,
             MAX_IN_FLIGHT_PER_LISTENER,
             MAX_PENDING_HANDSHAKES,
+            MAX_PENDING_HANDSHAKES_PER_SOURCE,
             MAX_UNCLOSED_BYTES,
             AUTH_SECRET,
             AUTH_SECRET_FILE);

@@ -25,6 +25,12 @@ public final class CommOptions {
     private final String identity;
     private final Duration connectTimeout;
     private final Duration closeTimeout;
+    /**
+     * The fewest bytes (UTF-8) a shared secret may have: 128 bits, if they are random. Anyone who
+     * connects sees an HMAC under the secret and can test guesses offline, so length is the only defence.
+     */
+    public static final int MIN_SECRET_BYTES = 16;
+
     private final byte[] secret;
     // Read per received message: resolved once here, not looked up in the configuration each time.
     private final boolean multiBuffer;
@@ -34,6 +40,7 @@ public final class CommOptions {
     private final long maxInFlight;
     private final long maxInFlightPerListener;
     private final int maxPendingHandshakes;
+    private final int maxPendingHandshakesPerSource;
     private final long maxUnclosedBytes;
 
     private CommOptions(Builder b) {
@@ -50,6 +57,7 @@ public final class CommOptions {
         this.maxInFlight = config.get(CommKeys.MAX_IN_FLIGHT);
         this.maxInFlightPerListener = config.get(CommKeys.MAX_IN_FLIGHT_PER_LISTENER);
         this.maxPendingHandshakes = config.get(CommKeys.MAX_PENDING_HANDSHAKES);
+        this.maxPendingHandshakesPerSource = config.get(CommKeys.MAX_PENDING_HANDSHAKES_PER_SOURCE);
         this.maxUnclosedBytes = config.get(CommKeys.MAX_UNCLOSED_BYTES);
         if (identity.getBytes(StandardCharsets.UTF_8).length > 1024) {
             throw new IllegalArgumentException("identity is longer than 1024 bytes in UTF-8");
@@ -177,12 +185,21 @@ public final class CommOptions {
     }
 
     /**
-     * The most handshakes one {@code ucx://} listener runs at a time.
+     * The most handshakes one {@code ucx://} or {@code tcp://} listener runs at a time.
      *
      * @return the config's {@code max-pending-handshakes}
      */
     public int maxPendingHandshakes() {
         return maxPendingHandshakes;
+    }
+
+    /**
+     * The most of {@link #maxPendingHandshakes()} one source address may hold at a listener.
+     *
+     * @return the config's {@code max-pending-handshakes-per-source}
+     */
+    public int maxPendingHandshakesPerSource() {
+        return maxPendingHandshakesPerSource;
     }
 
     /**
@@ -214,21 +231,37 @@ public final class CommOptions {
             if (inline.get().isEmpty()) {
                 throw new IllegalArgumentException("auth.secret is empty");
             }
-            return inline.get().getBytes(StandardCharsets.UTF_8);
+            return longEnough(inline.get().getBytes(StandardCharsets.UTF_8), "auth.secret");
         }
         if (file.isPresent()) {
             Path p = Path.of(file.get());
+            String s;
             try {
-                String s = Files.readString(p, StandardCharsets.UTF_8).strip();
-                if (s.isEmpty()) {
-                    throw new IllegalArgumentException("auth.secret-file " + p + " is empty");
-                }
-                return s.getBytes(StandardCharsets.UTF_8);
+                s = Files.readString(p, StandardCharsets.UTF_8).strip();
             } catch (IOException e) {
                 throw new IllegalArgumentException("auth.secret-file " + p + " cannot be read: " + e, e);
             }
+            if (s.isEmpty()) {
+                throw new IllegalArgumentException("auth.secret-file " + p + " is empty");
+            }
+            return longEnough(s.getBytes(StandardCharsets.UTF_8), "auth.secret-file " + p);
         }
         return null;
+    }
+
+    /**
+     * The listener proves the secret to anyone who connects, so an eavesdropper or a connector can test
+     * guesses offline against one handshake: a short secret is refused. Says how long it is, never what.
+     */
+    private static byte[] longEnough(byte[] secret, String where) {
+        if (secret.length < MIN_SECRET_BYTES) {
+            int length = secret.length;
+            java.util.Arrays.fill(secret, (byte) 0);
+            throw new IllegalArgumentException(where + " is too short: " + length + " bytes, and a shared secret must"
+                    + " be at least " + MIN_SECRET_BYTES + " bytes (UTF-8) so that it cannot be guessed offline;"
+                    + " use random bytes, for example the output of 'openssl rand -base64 24'");
+        }
+        return secret;
     }
 
     private static String defaultIdentity() {

@@ -433,8 +433,9 @@ abstract class CommConformanceTest {
         try (Message m = c.read(Duration.ofSeconds(10))) {
             assertArrayEquals(pattern(9, 9), m.frame(0).toByteArray());
         }
-        CommOptions wrong = options(
-                UcxConfig.builder().set(CommKeys.AUTH_SECRET, "not-the-secret").build());
+        CommOptions wrong = options(UcxConfig.builder()
+                .set(CommKeys.AUTH_SECRET, "not-the-secret-at-all")
+                .build());
         CommAuthenticationException e =
                 assertThrows(CommAuthenticationException.class, () -> connect(l.address(), wrong));
         assertTrue(e.getMessage().contains("secret"), e.getMessage());
@@ -483,13 +484,13 @@ abstract class CommConformanceTest {
                 CommConformanceTest::echo,
                 CommOptions.builder()
                         .config(UcxConfig.builder()
-                                .set(CommKeys.AUTH_SECRET, "listener-secret")
+                                .set(CommKeys.AUTH_SECRET, "the-listener-secret")
                                 .build())
                         .connectTimeout(connectTimeout)
                         .build());
         CommOptions wrong = CommOptions.builder()
                 .config(UcxConfig.builder()
-                        .set(CommKeys.AUTH_SECRET, "client-secret")
+                        .set(CommKeys.AUTH_SECRET, "the-client-secret")
                         .build())
                 .connectTimeout(connectTimeout)
                 .build();
@@ -501,7 +502,8 @@ abstract class CommConformanceTest {
         assertTrue(took.compareTo(Duration.ofSeconds(10)) < 0, "refused after " + took);
         assertTrue(e.getMessage().contains("secret"), e.getMessage());
         assertFalse(
-                e.getMessage().contains("listener-secret") || e.getMessage().contains("client-secret"), e.getMessage());
+                e.getMessage().contains("the-listener-secret") || e.getMessage().contains("the-client-secret"),
+                e.getMessage());
     }
 
     @Test

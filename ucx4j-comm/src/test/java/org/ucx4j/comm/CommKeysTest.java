@@ -35,6 +35,7 @@ class CommKeysTest {
         assertEquals(Optional.of(256L << 20), CommKeys.MAX_IN_FLIGHT.defaultValue());
         assertEquals(Optional.of(1L << 30), CommKeys.MAX_IN_FLIGHT_PER_LISTENER.defaultValue());
         assertEquals(Optional.of(128), CommKeys.MAX_PENDING_HANDSHAKES.defaultValue());
+        assertEquals(Optional.of(32), CommKeys.MAX_PENDING_HANDSHAKES_PER_SOURCE.defaultValue());
         assertTrue(CommKeys.AUTH_SECRET.isSecret());
         assertFalse(CommKeys.AUTH_SECRET_FILE.isSecret());
     }
@@ -50,7 +51,9 @@ class CommKeysTest {
         assertThrows(
                 UcxConfigException.class,
                 () -> UcxConfig.builder().set(CommKeys.MAX_FRAME_SIZE, 0L).build());
-        for (String key : new String[] {"max-in-flight", "max-in-flight-per-listener", "max-pending-handshakes"}) {
+        for (String key : new String[] {
+            "max-in-flight", "max-in-flight-per-listener", "max-pending-handshakes", "max-pending-handshakes-per-source"
+        }) {
             UcxConfigException bad = assertThrows(
                     UcxConfigException.class,
                     () -> UcxConfig.builder().set(key, "0").build());
@@ -72,18 +75,56 @@ class CommKeysTest {
                         .set(CommKeys.MAX_FRAMES, 5)
                         .set(CommKeys.MAX_FRAME_SIZE, 1L << 20)
                         .set(CommKeys.MULTI_BUFFER, true)
-                        .set(CommKeys.AUTH_SECRET, "s3cret")
+                        .set(CommKeys.AUTH_SECRET, "s3cret-of-16-bytes")
                         .set(CommKeys.MAX_IN_FLIGHT, 1L << 20)
                         .set(CommKeys.MAX_IN_FLIGHT_PER_LISTENER, 8L << 20)
                         .set(CommKeys.MAX_PENDING_HANDSHAKES, 3)
+                        .set(CommKeys.MAX_PENDING_HANDSHAKES_PER_SOURCE, 2)
                         .build())
                 .build();
         assertEquals(1L << 20, options.maxInFlight());
         assertEquals(8L << 20, options.maxInFlightPerListener());
         assertEquals(3, options.maxPendingHandshakes());
+        assertEquals(2, options.maxPendingHandshakesPerSource());
         assertEquals(5, options.maxFrames());
         assertEquals(1L << 20, options.maxFrameSize());
         assertTrue(options.multiBuffer());
-        assertEquals("s3cret", new String(options.secret().orElseThrow(), java.nio.charset.StandardCharsets.UTF_8));
+        assertEquals(
+                "s3cret-of-16-bytes",
+                new String(options.secret().orElseThrow(), java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void aSecretShorterThanSixteenBytesIsRefusedWithoutShowingIt(
+            @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        String shortSecret = "hunter2-xyz"; // 11 bytes
+        IllegalArgumentException inline = assertThrows(IllegalArgumentException.class, () -> CommOptions.builder()
+                .config(UcxConfig.builder()
+                        .set(CommKeys.AUTH_SECRET, shortSecret)
+                        .build())
+                .build());
+        assertTrue(inline.getMessage().startsWith("auth.secret is too short: 11 bytes"), inline.getMessage());
+        assertTrue(inline.getMessage().contains("at least 16 bytes"), inline.getMessage());
+        assertFalse(inline.getMessage().contains(shortSecret), inline.getMessage());
+        // UTF-8 bytes count, not characters: 8 two-byte characters are 16 bytes, enough.
+        String eightTwoByteChars = "\u00e9".repeat(8);
+        CommOptions accepted = CommOptions.builder()
+                .config(UcxConfig.builder()
+                        .set(CommKeys.AUTH_SECRET, eightTwoByteChars)
+                        .build())
+                .build();
+        assertEquals(16, accepted.secret().orElseThrow().length);
+
+        java.nio.file.Path file = dir.resolve("secret");
+        java.nio.file.Files.writeString(file, shortSecret + "\n");
+        IllegalArgumentException fromFile = assertThrows(IllegalArgumentException.class, () -> CommOptions.builder()
+                .config(UcxConfig.builder()
+                        .set(CommKeys.AUTH_SECRET_FILE, file.toString())
+                        .build())
+                .build());
+        assertTrue(
+                fromFile.getMessage().startsWith("auth.secret-file " + file + " is too short: 11 bytes"),
+                fromFile.getMessage());
+        assertFalse(fromFile.getMessage().contains(shortSecret), fromFile.getMessage());
     }
 }

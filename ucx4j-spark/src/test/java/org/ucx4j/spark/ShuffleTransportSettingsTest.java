@@ -61,13 +61,13 @@ class ShuffleTransportSettingsTest {
                 .set("spark.ucx4j.transport", "tcp")
                 .set("spark.authenticate", "true")
                 .set("spark.ucx4j.auth.secret", "ucx4j-own");
-        ShuffleTransportSettings s = ShuffleTransportSettings.from(conf, "spark-secret");
+        ShuffleTransportSettings s = ShuffleTransportSettings.from(conf, "spark-secret-of-this-app");
         assertTrue(s.authenticated());
         assertArrayEquals(
-                "spark-secret".getBytes(StandardCharsets.UTF_8),
+                "spark-secret-of-this-app".getBytes(StandardCharsets.UTF_8),
                 s.options().secret().orElseThrow());
-        assertFalse(s.describe("tcp://h:1").contains("spark-secret"), "the secret is never printed");
-        assertEquals("spark-secret", s.options().config().get(CommKeys.AUTH_SECRET));
+        assertFalse(s.describe("tcp://h:1").contains("spark-secret-of-this-app"), "the secret is never printed");
+        assertEquals("spark-secret-of-this-app", s.options().config().get(CommKeys.AUTH_SECRET));
     }
 
     @Test

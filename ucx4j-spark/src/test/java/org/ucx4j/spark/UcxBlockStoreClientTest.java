@@ -135,7 +135,7 @@ class UcxBlockStoreClientTest {
     @ParameterizedTest
     @ValueSource(strings = {"tcp", "ucx"})
     void wrongSecretIsRefused(String scheme) throws Exception {
-        Map<String, Object> outcome = fetch(scheme, "server-secret", "client-secret", comm -> {});
+        Map<String, Object> outcome = fetch(scheme, "the-server-secret", "the-client-secret", comm -> {});
         assertInstanceOf(CommAuthenticationException.class, outcome.get("a"));
     }
 

@@ -110,6 +110,15 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
         return e instanceof java.net.ConnectException ? "connection refused (nothing listens there?)" : e.toString();
     }
 
+    /** A connection's remote address, or null when the socket cannot say (it is already closed). */
+    static java.net.SocketAddress remoteAddress(SocketChannel c) {
+        try {
+            return c.getRemoteAddress();
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
     static void closeQuietly(java.io.Closeable c) {
         if (c != null) {
             try {
@@ -121,7 +130,7 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
     }
 
     /** A listening socket, its accept thread, and the in-flight budget its comms share. */
-    private static final class Listener implements CommListener {
+    static final class Listener implements CommListener {
         private final ServerSocketChannel server;
         private final MessageScopes scopes;
         private final CommHandler handler;
@@ -131,6 +140,8 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
         private final AtomicBoolean closed = new AtomicBoolean();
         /** Bytes all accepted comms receive at once ({@code max-in-flight-per-listener}). */
         private final InFlightBudget inFlight;
+        /** Handshakes under way ({@code max-pending-handshakes}, per source and in all), and refusals. */
+        private final HandshakeGate gate;
 
         Listener(ServerSocketChannel server, MessageScopes scopes, CommHandler handler, CommOptions options)
                 throws IOException {
@@ -141,6 +152,7 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
             this.address = (InetSocketAddress) server.getLocalAddress();
             this.uri = Addresses.uri(SCHEME, address);
             this.inFlight = new InFlightBudget(options.maxInFlightPerListener());
+            this.gate = new HandshakeGate(LOG, uri.toString(), options);
         }
 
         void acceptLoop() {
@@ -157,11 +169,17 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
                     LOG.warn("{}: accept failed: {}", uri, e.toString());
                     continue;
                 }
-                Thread.ofVirtual().name("ucx4j-tcp-accepted").start(() -> serve(c));
+                HandshakeSlots.Slot slot = gate.admit(remoteAddress(c), "a connection");
+                if (slot == null) {
+                    closeQuietly(c);
+                    continue;
+                }
+                Thread.ofVirtual().name("ucx4j-tcp-accepted").start(() -> serve(c, slot));
             }
         }
 
-        private void serve(SocketChannel c) {
+        /** Runs one client's handshake, holding its slot until the handshake's end. */
+        private void serve(SocketChannel c, HandshakeSlots.Slot slot) {
             TcpComm comm;
             try {
                 comm = Watchdog.within(
@@ -174,11 +192,18 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
                             return new TcpComm(c, scopes, options, local, peer, r.peerIdentity(), inFlight);
                         });
             } catch (RuntimeException e) {
-                LOG.warn("{}: refused a connection: {}", uri, e.getMessage());
+                gate.refused("handshake failed", e.getMessage(), "refused a connection: {}");
                 closeQuietly(c);
                 return;
+            } finally {
+                slot.close();
             }
             Listeners.runHandler(handler, comm, uri);
+        }
+
+        /** The handshake slots and refusals, for tests. */
+        HandshakeGate gate() {
+            return gate;
         }
 
         @Override

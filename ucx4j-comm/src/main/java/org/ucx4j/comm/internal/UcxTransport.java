@@ -13,9 +13,7 @@ import java.nio.channels.SocketChannel;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -372,7 +370,8 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
 
     /**
      * A {@code ucx://} listener: a plain TCP socket of the JVM's, on which each client's handshake runs
-     * (bounded in time by {@code connect-timeout} and in number by {@code max-pending-handshakes});
+     * (bounded in time by {@code connect-timeout} and in number by {@code max-pending-handshakes}, and
+     * per source address by {@code max-pending-handshakes-per-source}; refusals logged rate-limited);
      * only an authenticated client's UCX worker address reaches UCX, which then connects to it. UCX's
      * own listener (its socket connection manager) is not used: it was not written for strangers
      * (docs/WIRE.md, threat model). It also accepts IP-less clients on an accept tag of its own.
@@ -390,12 +389,8 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         private final URI uri;
         private final URI workerUri;
         private final AtomicBoolean closed = new AtomicBoolean();
-        /** Connections and accept-tag messages refused so far, and the last reason (for tests and logs). */
-        private final AtomicLong refusals = new AtomicLong();
-
-        private volatile String lastRefusal = "";
-        /** Handshakes under way, socket and IP-less together. */
-        private final Semaphore pending;
+        /** Handshakes under way (socket and IP-less together), and what was refused. */
+        private final HandshakeGate gate;
         /** Bytes this listener's comms receive ahead of their readers ({@code max-in-flight-per-listener}). */
         private final InFlightBudget inFlight;
 
@@ -411,7 +406,6 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             this.options = options;
             this.worker = rt.worker;
             this.server = server;
-            this.pending = new Semaphore(options.maxPendingHandshakes());
             this.inFlight = new InFlightBudget(options.maxInFlightPerListener());
             try {
                 this.uri = Addresses.uri(scheme, (InetSocketAddress) server.getLocalAddress());
@@ -420,6 +414,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                 throw new CommException("cannot listen: " + e.getMessage(), e);
             }
             this.workerUri = workerUri(worker.address(), acceptTag);
+            this.gate = new HandshakeGate(LOG, uri.toString(), options);
             postAccept();
         }
 
@@ -437,21 +432,20 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                     LOG.warn("{}: accept failed: {}", uri, e.toString());
                     continue;
                 }
-                if (!pending.tryAcquire()) {
-                    refused(options.maxPendingHandshakes() + " handshakes under way (max-pending-handshakes)");
-                    LOG.warn("{}: refused a connection: {}", uri, lastRefusal);
+                HandshakeSlots.Slot slot = gate.admit(TcpTransport.remoteAddress(c), "a connection");
+                if (slot == null) {
                     TcpTransport.closeQuietly(c);
                     continue;
                 }
-                Thread.ofVirtual().name("ucx4j-ucx-accepted").start(() -> serve(c));
+                Thread.ofVirtual().name("ucx4j-ucx-accepted").start(() -> serve(c, slot));
             }
         }
 
         /**
          * Runs one socket client's handshake; the socket goes to the comm, or is closed on failure.
-         * Holds a {@link #pending} permit until the handshake's end.
+         * Holds its handshake slot until the handshake's end.
          */
-        private void serve(SocketChannel c) {
+        private void serve(SocketChannel c, HandshakeSlots.Slot slot) {
             AtomicReference<UcxComm> comm = new AtomicReference<>();
             AtomicReference<UcxEndpoint> ep = new AtomicReference<>();
             long myTag = rt.nextTag();
@@ -481,14 +475,13 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                             return accepted(ep.get(), myTag, r, parseOr(r.addressSeenByPeer(), uri), p, c);
                         });
             } catch (Exception e) {
-                refused(e.getMessage());
-                LOG.warn("{}: refused a connection from {}: {}", uri, peer, e.getMessage());
+                gate.refused("handshake failed", e.getMessage(), "refused a connection from {}: {}", peer);
                 TcpTransport.closeQuietly(c);
                 forceClose(ep.get());
                 rt.releaseTag(myTag);
                 return;
             } finally {
-                pending.release();
+                slot.close();
             }
             comm.set(made);
             Listeners.runHandler(handler, made, uri);
@@ -534,23 +527,25 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                 if (err != null) {
                     // A message too long for the buffer (UCX: truncated) or not a HELLO at all comes from
                     // someone who is not an honest client: that message is gone, the next is awaited.
-                    refused("a message to the accept tag: " + Failures.describe(err));
-                    LOG.warn("{}: dropped {}", workerUri, lastRefusal);
+                    gate.refused(
+                            "accept-tag message dropped",
+                            "a message to the accept tag: " + Failures.describe(err),
+                            "dropped {}");
                     postAccept();
                     return;
                 }
                 byte[] hello = acceptBuffer.asSlice(0, info.length()).toArray(ValueLayout.JAVA_BYTE);
                 postAccept();
-                if (!pending.tryAcquire()) {
-                    refused(options.maxPendingHandshakes() + " handshakes under way (max-pending-handshakes)");
-                    LOG.warn("{}: refused an IP-less client: {}", workerUri, lastRefusal);
+                // An IP-less HELLO has no source address anyone vouches for: it counts against the total.
+                HandshakeSlots.Slot slot = gate.admit(null, "an IP-less client");
+                if (slot == null) {
                     return;
                 }
                 Thread.ofVirtual().name("ucx4j-ucx-worker-accepted").start(() -> {
                     try {
                         acceptIpless(hello);
                     } finally {
-                        pending.release();
+                        slot.close();
                     }
                 });
             });
@@ -603,8 +598,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                             return accepted(e, myTag, r, workerUri, peer, null);
                         });
             } catch (RuntimeException e) {
-                refused(e.getMessage());
-                LOG.warn("{}: refused an IP-less connection: {}", workerUri, e.getMessage());
+                gate.refused("IP-less handshake failed", e.getMessage(), "refused an IP-less connection: {}");
                 rt.releaseTag(myTag);
                 closeAfterRefusal(ep.get(), peerGone);
                 return;
@@ -615,19 +609,19 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             Listeners.runHandler(handler, c, workerUri);
         }
 
-        private void refused(String why) {
-            lastRefusal = String.valueOf(why);
-            refusals.incrementAndGet();
-        }
-
         /** How many connections and accept-tag messages this listener refused. */
         long refusals() {
-            return refusals.get();
+            return gate.refusals();
         }
 
         /** Why it refused the last one. */
         String lastRefusal() {
-            return lastRefusal;
+            return gate.lastRefusal();
+        }
+
+        /** The handshake slots and refusals, for tests. */
+        HandshakeGate gate() {
+            return gate;
         }
 
         /** The bytes this listener's comms hold for messages received ahead of their readers. */
