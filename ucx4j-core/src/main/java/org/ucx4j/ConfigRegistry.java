@@ -3,11 +3,13 @@ package org.ucx4j;
 import java.lang.ref.SoftReference;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.ServiceConfigurationError;
 import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.WeakHashMap;
@@ -93,7 +95,9 @@ final class ConfigRegistry {
             SoftReference<ConfigRegistry> known = BY_CONTEXT_LOADER.get(context);
             ConfigRegistry registry = known == null ? null : known.get();
             if (registry == null) {
-                registry = new ConfigRegistry(keySets(Discovered.OWN_LOADER, context));
+                List<ConfigKeySet> sets = new ArrayList<>(keySets(Discovered.OWN_LOADER));
+                sets.addAll(keySetsOf(context));
+                registry = new ConfigRegistry(deduplicated(sets));
                 BY_CONTEXT_LOADER.put(context, new SoftReference<>(registry));
             }
             return registry;
@@ -116,17 +120,39 @@ final class ConfigRegistry {
         return false;
     }
 
-    /** The key sets found through each loader in turn; a module found again (by name) is skipped. */
-    private static List<ConfigKeySet> keySets(ClassLoader... loaders) {
-        Map<String, ConfigKeySet> byModule = new LinkedHashMap<>();
-        for (ClassLoader loader : loaders) {
-            if (loader == null) {
-                continue;
+    /** The key sets found through the core's own loader; a broken provider there is an error. */
+    private static List<ConfigKeySet> keySets(ClassLoader loader) {
+        return ServiceLoader.load(ConfigKeySet.class, loader).stream()
+                .map(ServiceLoader.Provider::get)
+                .toList();
+    }
+
+    /**
+     * The key sets a context loader lists, skipping entries that are not providers of the core's
+     * {@link ConfigKeySet}: a container's loader may hold a second copy of ucx4j (its providers then
+     * implement that copy's interface), which is that copy's business, not a reason to refuse every
+     * configuration here.
+     */
+    private static List<ConfigKeySet> keySetsOf(ClassLoader context) {
+        List<ConfigKeySet> found = new ArrayList<>();
+        Iterator<ConfigKeySet> it =
+                ServiceLoader.load(ConfigKeySet.class, context).iterator();
+        while (true) {
+            try {
+                if (!it.hasNext()) {
+                    return found;
+                }
+                found.add(it.next());
+            } catch (ServiceConfigurationError notOurs) {
+                // skipped; the iterator goes on with the next entry
             }
-            ServiceLoader.load(ConfigKeySet.class, loader).stream()
-                    .map(ServiceLoader.Provider::get)
-                    .forEach(set -> byModule.putIfAbsent(set.module(), set));
         }
+    }
+
+    /** One key set per module name, the first found. */
+    private static List<ConfigKeySet> deduplicated(List<ConfigKeySet> sets) {
+        Map<String, ConfigKeySet> byModule = new LinkedHashMap<>();
+        sets.forEach(set -> byModule.putIfAbsent(set.module(), set));
         return List.copyOf(byModule.values());
     }
 

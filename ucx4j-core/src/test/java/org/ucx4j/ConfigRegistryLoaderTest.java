@@ -30,7 +30,11 @@ class ConfigRegistryLoaderTest {
     private URLClassLoader childListingTheKeySet() throws Exception {
         Path services = dir.resolve("META-INF/services");
         Files.createDirectories(services);
-        Files.writeString(services.resolve(ConfigKeySet.class.getName()), ContextLoaderKeySet.class.getName() + "\n");
+        // First an entry that is no ConfigKeySet of this core (as a second copy of ucx4j in a container's
+        // loader would list): skipped, not a reason to refuse the configuration.
+        Files.writeString(
+                services.resolve(ConfigKeySet.class.getName()),
+                String.class.getName() + "\n" + ContextLoaderKeySet.class.getName() + "\n");
         return new URLClassLoader(new URL[] {dir.toUri().toURL()}, ConfigRegistryLoaderTest.class.getClassLoader());
     }
 
