@@ -87,20 +87,32 @@ final class RefusalLog {
                     where + ": " + MessageFormatter.arrayFormat(format, args).getMessage());
         }
         if (schedule) {
-            long left = Math.max(0, windowStart + windowNanos - nanoClock.getAsLong());
-            CommTimers.after(Duration.ofNanos(left).plusMillis(1), this::flush);
+            scheduleFlush();
         }
     }
 
     /** Writes the summary of a window that is over, if it has not been written yet. */
     void flush() {
         String summary;
+        boolean early;
         synchronized (this) {
             summary = rollOver();
+            early = summary == null && !suppressed.isEmpty(); // a timer that fired before the window's end
         }
         if (summary != null) {
             sink.accept(summary);
         }
+        if (early) {
+            scheduleFlush();
+        }
+    }
+
+    private void scheduleFlush() {
+        long left;
+        synchronized (this) {
+            left = Math.max(0, windowStart + windowNanos - nanoClock.getAsLong());
+        }
+        CommTimers.after(Duration.ofNanos(left).plusMillis(1), this::flush);
     }
 
     /** With the lock held: starts a new window if the current one is over; returns its summary, if any. */
