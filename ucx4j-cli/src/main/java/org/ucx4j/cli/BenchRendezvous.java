@@ -12,7 +12,10 @@ import java.net.SocketTimeoutException;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.ucx4j.UcxEndpoint;
 import org.ucx4j.UcxWorker;
 import org.ucx4j.WorkerAddress;
@@ -24,15 +27,17 @@ import org.ucx4j.WorkerAddress;
  * faces whoever connects to the port: on UCX 1.13, 16 bytes of garbage sent to it abort the process.
  *
  * <p>What a stranger can do to a server: a connection that sends anything but this exchange, too much,
- * or nothing for {@link #HELLO_TIMEOUT}, is closed and the server waits for its client again (meanwhile
- * the client waits: one connection is read at a time). A peer that speaks the exchange is trusted with
+ * or nothing for {@link #HELLO_TIMEOUT}, is closed and the server waits on for its client; connections
+ * are read side by side, so silent ones do not hold the client back (up to {@link #MAX_PENDING} of
+ * them; beyond, new connections are closed at once, and the client may have to try again). A peer that speaks the exchange is trusted with
  * its worker address, as the comm is without a secret (docs/WIRE.md): the benchmark is a tool for
  * machines one controls, not a service.
  *
  * <p>Record: 8 bytes {@code UCX4JBW1}, a 4-byte big-endian length (1 to {@link #MAX_ADDRESS_BYTES}), the
  * worker address.
  *
- * <p>Threading: one thread per side; nothing is shared.
+ * <p>Threading: {@link #accept} reads connections on virtual threads of its own and returns on the
+ * calling thread; the client's side runs on the calling thread.
  */
 final class BenchRendezvous implements AutoCloseable {
     /** How long one connection may take to send its record before it is closed. */
@@ -45,9 +50,12 @@ final class BenchRendezvous implements AutoCloseable {
     /** Refused connections reported one by one; a flood of them is not copied to the log. */
     static final int LOGGED_REFUSALS = 10;
 
+    /** Connections read at the same time while waiting for the client. */
+    static final int MAX_PENDING = 16;
+
     private final ServerSocket server;
     private final PrintStream log;
-    private int refused;
+    private final AtomicInteger refused = new AtomicInteger();
 
     private BenchRendezvous(ServerSocket server, PrintStream log) {
         this.server = server;
@@ -80,36 +88,87 @@ final class BenchRendezvous implements AutoCloseable {
     }
 
     /**
-     * Waits for the client: reads connections one at a time until one sends a valid record, answers it
-     * with this worker's address and connects an endpoint to the client's.
+     * Waits for the client: reads each connection on a virtual thread of its own (at most {@link
+     * #MAX_PENDING} at a time; more are closed at once), and the first that sends a valid record gets
+     * this worker's address in answer and an endpoint to its own. A stranger's silent connections
+     * therefore cannot keep the client waiting past its own deadline.
      *
      * @param worker this side's worker
      * @return the endpoint to the client
      * @throws IOException when listening itself fails
      */
     UcxEndpoint accept(UcxWorker worker) throws IOException {
-        while (true) {
-            try (Socket s = server.accept()) {
-                byte[] peer;
+        byte[] own = worker.address().bytes();
+        CompletableFuture<byte[]> client = new CompletableFuture<>();
+        AtomicBoolean claimed = new AtomicBoolean();
+        Semaphore pending = new Semaphore(MAX_PENDING);
+        Thread acceptor = Thread.ofVirtual().name("ucx4j-bench-accept").start(() -> {
+            while (!client.isDone()) {
+                Socket s;
                 try {
-                    peer = withDeadline(s, () -> {
-                        byte[] got = readRecord(new DataInputStream(s.getInputStream()));
-                        writeRecord(
-                                new DataOutputStream(s.getOutputStream()),
-                                worker.address().bytes());
-                        return got;
-                    });
-                } catch (IOException | RuntimeException e) {
-                    refused++;
-                    if (refused <= LOGGED_REFUSALS) {
-                        log.println("ucx4j bench: refused a connection from " + s.getRemoteSocketAddress() + ": "
-                                + (e.getMessage() == null ? e.toString() : e.getMessage())
-                                + (refused == LOGGED_REFUSALS ? " (further refusals are not reported)" : ""));
-                    }
+                    s = server.accept();
+                } catch (IOException e) {
+                    client.completeExceptionally(e);
+                    return;
+                }
+                if (!pending.tryAcquire()) {
+                    refused(s, "more than " + MAX_PENDING + " connections waiting to be read");
+                    closeQuietly(s);
                     continue;
                 }
-                return worker.connect(WorkerAddress.of(peer));
+                Thread.ofVirtual().name("ucx4j-bench-hello").start(() -> {
+                    try (s) {
+                        byte[] peer = withDeadline(s, () -> readRecord(new DataInputStream(s.getInputStream())));
+                        if (!claimed.compareAndSet(false, true)) {
+                            return; // another client was first: this one is closed unanswered
+                        }
+                        try {
+                            withDeadline(s, () -> {
+                                writeRecord(new DataOutputStream(s.getOutputStream()), own);
+                                return null;
+                            });
+                        } catch (IOException gone) {
+                            claimed.set(false); // it left before the answer: the next valid one may have it
+                            throw gone;
+                        }
+                        client.complete(peer);
+                    } catch (IOException | RuntimeException e) {
+                        refused(s, e.getMessage() == null ? e.toString() : e.getMessage());
+                    } finally {
+                        pending.release();
+                    }
+                });
             }
+        });
+        byte[] peer;
+        try {
+            peer = client.join();
+        } catch (java.util.concurrent.CompletionException e) {
+            throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
+        } finally {
+            server.close(); // ends the acceptor; later connections are refused by the system
+            try {
+                acceptor.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        return worker.connect(WorkerAddress.of(peer));
+    }
+
+    private void refused(Socket s, String why) {
+        int n = refused.incrementAndGet();
+        if (n <= LOGGED_REFUSALS) {
+            log.println("ucx4j bench: refused a connection from " + s.getRemoteSocketAddress() + ": " + why
+                    + (n == LOGGED_REFUSALS ? " (further refusals are not reported)" : ""));
+        }
+    }
+
+    private static void closeQuietly(Socket s) {
+        try {
+            s.close();
+        } catch (IOException ignored) {
+            // refusing it anyway
         }
     }
 
