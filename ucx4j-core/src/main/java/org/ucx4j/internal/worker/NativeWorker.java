@@ -135,19 +135,26 @@ public final class NativeWorker {
      * an {@link IllegalStateException} saying so.
      */
     public void submit(Operation op, Runnable task) {
-        try {
-            engine.execute(() -> {
-                try {
-                    task.run();
-                } catch (Throwable t) {
-                    if (!op.future.isDone()) {
-                        operations.failUnsubmitted(op, t);
-                    }
+        executeOrFail(op, () -> {
+            try {
+                task.run();
+            } catch (Throwable t) {
+                if (!op.future.isDone()) {
+                    operations.failUnsubmitted(op, t);
                 }
-            });
+            }
+        });
+    }
+
+    /**
+     * Hands {@code task} to the engine; if the worker closed between the caller's open check and here,
+     * the task never ran and never will, so the operation fails now (nothing of it reached UCX or the
+     * table, and its staging buffers are freed).
+     */
+    private void executeOrFail(Operation op, Runnable task) {
+        try {
+            engine.execute(task);
         } catch (IllegalStateException workerClosed) {
-            // The worker closed between the caller's open check and here: the task never ran and never
-            // will, so the operation fails now (nothing of it reached UCX or the table).
             if (!op.future.isDone()) {
                 operations.failUnsubmitted(op, workerClosed);
             }
@@ -157,7 +164,8 @@ public final class NativeWorker {
     /**
      * Submits one operation: with the lock held, checks its endpoint (if any) admits it, fills the
      * request parameters (contiguous or scatter-gather), calls UCX and tracks what it returned. Any
-     * failure on the way fails the operation instead of losing it.
+     * failure on the way fails the operation instead of losing it, and so does a worker that closed
+     * before the submission could run.
      *
      * @param iov whether the buffer is a scatter-gather list
      * @param callback the upcall stub
@@ -168,7 +176,7 @@ public final class NativeWorker {
     public void startOp(Operation op, boolean iov, MemorySegment callback, int attrs, int flags, NbxCall call) {
         // The operation is its own submission task: no task object per message.
         op.submission(iov, callback, attrs, flags, call);
-        engine.execute(op);
+        executeOrFail(op, op);
     }
 
     /** Lock held: the body of {@link #startOp}; any failure fails the operation instead of losing it. */
