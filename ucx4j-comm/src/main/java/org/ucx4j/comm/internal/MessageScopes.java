@@ -42,7 +42,16 @@ final class MessageScopes {
     static final long SMALL = 64 * 1024;
     static final long SLAB = 1024 * 1024;
     static final long ALONE = 16L * 1024 * 1024;
-    static final long GROUP_BYTES = 64L * 1024 * 1024;
+    /**
+     * A group's payload. Small on purpose: a pooled buffer goes back to its pool only when its group
+     * closes, so the buffers in use rotate through about two groups plus the messages received ahead;
+     * with 64 MiB groups a stream of 1 MiB messages, 8 received ahead, wrote into 72 distinct buffers
+     * (MessageScopesTest), too many for a cache, where the core's tag benchmark reuses one buffer. 8 MiB
+     * keeps it under 32 buffers, for a closing arena per 8 MiB received instead of per 64 MiB (on the
+     * thread that closes the group's last message).
+     */
+    static final long GROUP_BYTES = 8L * 1024 * 1024;
+
     static final int GROUP_MESSAGES = 64;
     /** The slab new small messages share; guarded by {@code this}. */
     private Slab current;
@@ -77,7 +86,9 @@ final class MessageScopes {
         }
         if (payload > SMALL || need > SLAB / 4) {
             synchronized (this) {
-                if (group == null || group.payload + payload > GROUP_BYTES || group.members >= GROUP_MESSAGES) {
+                if (group == null
+                        || (group.members > 0 && group.payload + payload > GROUP_BYTES)
+                        || group.members >= GROUP_MESSAGES) {
                     group = new Group(); // a full one closes when its last message does
                 }
                 return new GroupScope(group, payload);
