@@ -80,6 +80,20 @@ public final class CommKeys {
     /** A file holding the shared secret; exclusive with {@link #AUTH_SECRET}. */
     public static final ConfigKey<String> AUTH_SECRET_FILE =
             ConfigKey.text("auth.secret-file", "file holding the shared secret");
+    /**
+     * Same-host {@code ucx://} comms on shared memory while a dead peer is still detected (default true).
+     * With {@code peer-error-handling} on, UCX leaves its shared memory transports out unless they are
+     * told to report peer failure ({@code UCX_MM_ERROR_HANDLING}); this key makes the comms' UCX context
+     * set it, and the comms detect a dead same-host peer themselves (the end of the handshake socket, or
+     * the peer's process for IP-less comms) and close its endpoint by force. Off, or with
+     * {@code peer-error-handling} off, or when {@code UCX_MM_ERROR_HANDLING},
+     * {@code UCX_POSIX_ERROR_HANDLING} or {@code UCX_SYSV_ERROR_HANDLING} is set elsewhere: nothing is set
+     * (docs/CONFIGURATION.md).
+     */
+    public static final ConfigKey<Boolean> SAME_HOST_SHARED_MEMORY = ConfigKey.flag(
+            "same-host-shared-memory",
+            true,
+            "ucx:// between processes of one host on shared memory, dead peers still detected");
 
     /** ucx4j-comm's keys, in documentation order. */
     public static final List<ConfigKey<?>> ALL = List.of(
@@ -92,7 +106,8 @@ public final class CommKeys {
             MAX_PENDING_HANDSHAKES,
             MAX_UNCLOSED_BYTES,
             AUTH_SECRET,
-            AUTH_SECRET_FILE);
+            AUTH_SECRET_FILE,
+            SAME_HOST_SHARED_MEMORY);
 
     private CommKeys() {}
 }

@@ -1,0 +1,154 @@
+package org.ucx4j.comm;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.ucx4j.testsupport.Requirements;
+import org.ucx4j.testsupport.RunningJvm;
+
+/**
+ * Same-host peers killed ({@code kill -9}) in the middle of a transfer, with the defaults (peer error
+ * handling on, same-host shared memory on): the survivor, this JVM, must live on (a SIGBUS from a dead
+ * peer's shared memory would end it, and with it this test run), every operation waiting on the dead
+ * peer must fail within {@link #DETECTION_BOUND}, and the listener must still serve new peers.
+ *
+ * <p>CI runs {@link #SIZES} times both directions once; {@code -Ducx4j.dead-peer.iterations=N} runs N
+ * kills (hundreds, for the investigation in docs/CONFIGURATION.md) and prints the detection times.
+ */
+@Tag("native")
+class SameHostDeadPeerTest {
+    /** Eager (8 KiB), rendezvous (1 MiB) and a large rendezvous (64 MiB). */
+    static final long[] SIZES = {8 << 10, 1 << 20, 64 << 20};
+    /** The target of issue 15: a killed same-host peer detected in under a second. */
+    static final Duration DETECTION_BOUND = Duration.ofSeconds(1);
+
+    private static final Duration CHILD_START = Duration.ofSeconds(90);
+
+    @BeforeAll
+    static void needUcx() {
+        Requirements.assumeUcx();
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"ucx-worker"})
+    void killedPeersAreDetectedAndTheSurvivorLivesOn(String scheme) throws Exception {
+        int iterations = Integer.getInteger("ucx4j.dead-peer.iterations", SIZES.length * 2);
+        BlockingQueue<Comm> accepted = new LinkedBlockingQueue<>();
+        Map<String, List<Long>> detections = new TreeMap<>();
+        try (CommListener listener =
+                Comms.listen(URI.create("ucx://127.0.0.1:0"), accepted::add, CommOptions.defaults())) {
+            URI address = scheme.equals("ucx")
+                    ? listener.addresses().get(0)
+                    : listener.addresses().get(1);
+            for (int i = 0; i < iterations; i++) {
+                long size = SIZES[(i / 2) % SIZES.length];
+                boolean peerSends = i % 2 == 0;
+                long millis = killMidTransfer(address, accepted, size, peerSends);
+                detections
+                        .computeIfAbsent(
+                                (peerSends ? "peer sends " : "peer receives ") + size + " B", k -> new ArrayList<>())
+                        .add(millis);
+                assertTrue(
+                        millis < DETECTION_BOUND.toMillis(),
+                        scheme + ": kill -9 of a peer that " + (peerSends ? "sends " : "receives ") + size
+                                + " B messages detected after " + millis + " ms");
+            }
+            // The survivor still serves: a new comm over the same listener and worker works.
+            try (Comm c = Comms.connect(address, CommOptions.defaults())) {
+                Comm server = accepted.poll(30, TimeUnit.SECONDS);
+                assertNotNull(server, "the listener accepts after the kills");
+                try (server) {
+                    c.write(Message.ofBytes(new byte[] {1, 2, 3}));
+                    try (Message m = server.read(Duration.ofSeconds(30))) {
+                        assertArrayEquals(new byte[] {1, 2, 3}, m.frame(0).toByteArray());
+                    }
+                }
+            }
+        }
+        detections.forEach((what, ms) -> System.out.printf(
+                "SameHostDeadPeerTest %s: %s: %d kills, detection ms median %d, max %d%n",
+                scheme, what, ms.size(), median(ms), Collections.max(ms)));
+    }
+
+    /** One peer, killed while it streams; the survivor's ms from the kill to its failed operation. */
+    private static long killMidTransfer(URI address, BlockingQueue<Comm> accepted, long size, boolean peerSends)
+            throws Exception {
+        String[] args = peerSends
+                ? new String[] {"send", address.toString(), Long.toString(size)}
+                : new String[] {"receive", address.toString()};
+        try (RunningJvm peer = StreamingPeerMain.start(Map.of(), args)) {
+            peer.awaitLine("CONNECTED", CHILD_START);
+            Comm comm = accepted.poll(CHILD_START.toSeconds(), TimeUnit.SECONDS);
+            assertNotNull(comm, "the peer's comm was accepted");
+            AtomicLong moved = new AtomicLong();
+            CompletableFuture<Throwable> ended =
+                    CompletableFuture.supplyAsync(() -> stream(comm, size, peerSends, moved), r -> Thread.ofPlatform()
+                            .start(r));
+            // Mid-transfer: after a few messages, at a random point of the next ones.
+            long until = System.nanoTime() + CHILD_START.toNanos();
+            while (moved.get() < 3 && !ended.isDone() && System.nanoTime() < until) {
+                Thread.onSpinWait();
+            }
+            assertTrue(moved.get() >= 3, "the peer streamed (" + moved.get() + " messages) before the kill");
+            long delay = ThreadLocalRandom.current().nextLong(size >= 1 << 20 ? 20_000_000L : 2_000_000L);
+            long spinUntil = System.nanoTime() + delay;
+            while (System.nanoTime() < spinUntil) {
+                Thread.onSpinWait();
+            }
+            long t0 = System.nanoTime();
+            peer.process().destroyForcibly();
+            Throwable e = ended.get(30, TimeUnit.SECONDS);
+            long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertInstanceOf(CommClosedException.class, e, "the survivor's operation failed as closed");
+            assertTrue(comm.isClosed());
+            comm.close();
+            return millis;
+        }
+    }
+
+    /** Reads or writes until the comm fails; what it failed with. */
+    private static Throwable stream(Comm comm, long size, boolean peerSends, AtomicLong moved) {
+        try {
+            if (peerSends) {
+                while (true) {
+                    comm.read().close();
+                    moved.incrementAndGet();
+                }
+            }
+            try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+                Message m = Message.of(Frame.host(arena.allocate(size, 64)));
+                while (true) {
+                    comm.write(m);
+                    moved.incrementAndGet();
+                }
+            }
+        } catch (Throwable e) {
+            return e;
+        }
+    }
+
+    private static long median(List<Long> values) {
+        List<Long> sorted = new ArrayList<>(values);
+        Collections.sort(sorted);
+        return sorted.get(sorted.size() / 2);
+    }
+}
