@@ -22,6 +22,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.ucx4j.testsupport.ChildJvm;
 import org.ucx4j.testsupport.Requirements;
 import org.ucx4j.testsupport.RunningJvm;
 
@@ -49,7 +50,7 @@ class SameHostDeadPeerTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"ucx-worker"})
+    @ValueSource(strings = {"ucx", "ucx-worker"})
     void killedPeersAreDetectedAndTheSurvivorLivesOn(String scheme) throws Exception {
         int iterations = Integer.getInteger("ucx4j.dead-peer.iterations", SIZES.length * 2);
         BlockingQueue<Comm> accepted = new LinkedBlockingQueue<>();
@@ -144,6 +145,56 @@ class SameHostDeadPeerTest {
         } catch (Throwable e) {
             return e;
         }
+    }
+
+    /**
+     * What the detection costs an idle process: two JVMs, one listening and one holding {@code
+     * ucx4j.dead-peer.idle-comms} (default 16) idle {@code ucx://} comms to it, for {@code
+     * ucx4j.dead-peer.idle-seconds}; the CPU both use, with same-host-shared-memory on and off, in turns.
+     * Opt-in (a measurement, not a check): it runs only with {@code ucx4j.dead-peer.idle-seconds} set.
+     */
+    @org.junit.jupiter.api.Test
+    void idleCpuWithDetectionOnAndOff() throws Exception {
+        long seconds = Long.getLong("ucx4j.dead-peer.idle-seconds", 0);
+        org.junit.jupiter.api.Assumptions.assumeTrue(seconds > 0, "a measurement: -Ducx4j.dead-peer.idle-seconds=N");
+        int comms = Integer.getInteger("ucx4j.dead-peer.idle-comms", 16);
+        int rounds = Integer.getInteger("ucx4j.dead-peer.idle-rounds", 3);
+        Map<Boolean, List<Long>> cpuMillis = new TreeMap<>();
+        for (int r = 0; r < rounds; r++) {
+            for (boolean on : new boolean[] {true, false}) {
+                Map<String, String> env = Map.of("UCX4J__SAME_HOST_SHARED_MEMORY", Boolean.toString(on));
+                try (RunningJvm server = ChildJvm.of(CommPeerMain.class)
+                        .jvm("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+                        .env(env)
+                        .args("listen", "ucx://127.0.0.1:0")
+                        .start()) {
+                    String address = server.awaitLine("ADDRESS", CHILD_START);
+                    try (RunningJvm client = StreamingPeerMain.start(env, "idle", address, Integer.toString(comms))) {
+                        client.awaitLine("CONNECTED", CHILD_START);
+                        // A measurement window, not a wait for a condition: start-up work (JIT, class
+                        // loading, the handshakes' threads) settles first, then the idle CPU is taken.
+                        Thread.sleep(5000);
+                        long before = cpu(server) + cpu(client);
+                        Thread.sleep(seconds * 1000);
+                        long used = cpu(server) + cpu(client) - before;
+                        cpuMillis.computeIfAbsent(on, k -> new ArrayList<>()).add(used);
+                    }
+                }
+            }
+        }
+        cpuMillis.forEach((on, ms) -> System.out.printf(
+                "SameHostDeadPeerTest idle CPU: same-host-shared-memory %s, %d comms, %d s: median %d ms of CPU"
+                        + " (2 JVMs), runs %s%n",
+                on, comms, seconds, median(ms), ms));
+    }
+
+    private static long cpu(RunningJvm jvm) {
+        return jvm.process()
+                .info()
+                .totalCpuDuration()
+                .orElseThrow(() ->
+                        new AssertionError("no CPU time for " + jvm.process().pid()))
+                .toMillis();
     }
 
     private static long median(List<Long> values) {

@@ -87,24 +87,38 @@ final class UcxRuntime {
             List.of("MM_ERROR_HANDLING", "POSIX_ERROR_HANDLING", "SYSV_ERROR_HANDLING");
 
     /**
-     * The UCX options the comm sets on its context beyond the configuration's: {@code MM_ERROR_HANDLING=y}
-     * when {@link CommKeys#SAME_HOST_SHARED_MEMORY} and {@link UcxKeys#PEER_ERROR_HANDLING} are on and
-     * nobody set one of {@link #SHARED_MEMORY_ERROR_HANDLING} (an {@code environment} entry or the
-     * process environment): UCX then keeps same-host traffic on shared memory (posix/sysv) although the
-     * endpoints detect peer failure. Its own check of a shared memory peer runs only every keepalive
-     * interval (20 s by default), so the comms watch same-host peers themselves (see {@link UcxComm}).
+     * How often UCX checks each endpoint's peer when same-host shared memory is on: a shared memory
+     * peer's check is a look at its process (pid and start time), so a dead IP-less peer is found within
+     * about this time (UCX's default, 20 s, is far from the 1 s bound; docs/CONFIGURATION.md).
+     */
+    static final String KEEPALIVE_INTERVAL = "200ms";
+
+    /**
+     * The UCX options the comm sets on its context beyond the configuration's, when
+     * {@link CommKeys#SAME_HOST_SHARED_MEMORY} and {@link UcxKeys#PEER_ERROR_HANDLING} are on:
+     * {@code MM_ERROR_HANDLING=y} unless one of {@link #SHARED_MEMORY_ERROR_HANDLING} is set elsewhere (an
+     * {@code environment} entry or the process environment), so that UCX keeps same-host traffic on shared
+     * memory (posix/sysv) although the endpoints detect peer failure; and {@code KEEPALIVE_INTERVAL} (see
+     * {@link #KEEPALIVE_INTERVAL}) unless set elsewhere. A socket {@code ucx://} comm learns of a dead peer
+     * sooner still, from its handshake socket (see {@link UcxComm}).
      */
     static Map<String, String> commOptions(UcxConfig config) {
         if (!config.get(CommKeys.SAME_HOST_SHARED_MEMORY) || !config.get(UcxKeys.PEER_ERROR_HANDLING)) {
             return Map.of();
         }
-        Map<String, String> set = config.ucxSettings().contextOptions();
-        for (String name : SHARED_MEMORY_ERROR_HANDLING) {
-            if (set.containsKey(name) || System.getenv("UCX_" + name) != null) {
-                return Map.of();
-            }
+        Map<String, String> options = new java.util.TreeMap<>();
+        if (SHARED_MEMORY_ERROR_HANDLING.stream().noneMatch(name -> setElsewhere(config, name))) {
+            options.put("MM_ERROR_HANDLING", "y");
         }
-        return Map.of("MM_ERROR_HANDLING", "y", "KEEPALIVE_INTERVAL", "200ms");
+        if (!setElsewhere(config, "KEEPALIVE_INTERVAL")) {
+            options.put("KEEPALIVE_INTERVAL", KEEPALIVE_INTERVAL);
+        }
+        return Map.copyOf(options);
+    }
+
+    /** Whether the configuration ({@code environment}) or the process environment sets a UCX option. */
+    private static boolean setElsewhere(UcxConfig config, String name) {
+        return config.ucxSettings().contextOptions().containsKey(name) || System.getenv("UCX_" + name) != null;
     }
 
     private final UcxRuntimes owner;
