@@ -32,7 +32,7 @@ import org.ucx4j.testsupport.RunningJvm;
  * peer's shared memory would end it, and with it this test run), every operation waiting on the dead
  * peer must fail within {@link #DETECTION_BOUND}, and the listener must still serve new peers.
  *
- * <p>CI runs {@link #SIZES} times both directions once; {@code -Ducx4j.dead-peer.iterations=N} runs N
+ * <p>CI runs {@link #SIZES} times both directions once; {@code -Ducx4jtest.dead-peer.iterations=N} runs N
  * kills (hundreds, for the investigation in docs/CONFIGURATION.md) and prints the detection times.
  */
 @Tag("native")
@@ -52,7 +52,7 @@ class SameHostDeadPeerTest {
     @ParameterizedTest
     @ValueSource(strings = {"ucx", "ucx-worker"})
     void killedPeersAreDetectedAndTheSurvivorLivesOn(String scheme) throws Exception {
-        int iterations = Integer.getInteger("ucx4j.dead-peer.iterations", SIZES.length * 2);
+        int iterations = Integer.getInteger("ucx4jtest.dead-peer.iterations", SIZES.length * 2);
         BlockingQueue<Comm> accepted = new LinkedBlockingQueue<>();
         Map<String, List<Long>> detections = new TreeMap<>();
         try (CommListener listener =
@@ -64,6 +64,9 @@ class SameHostDeadPeerTest {
                 long size = SIZES[(i / 2) % SIZES.length];
                 boolean peerSends = i % 2 == 0;
                 long millis = killMidTransfer(address, accepted, size, peerSends);
+                System.out.printf(
+                        "SameHostDeadPeerTest %s kill %d: peer %s %d B messages, detected after %d ms%n",
+                        scheme, i + 1, peerSends ? "sending" : "receiving", size, millis);
                 detections
                         .computeIfAbsent(
                                 (peerSends ? "peer sends " : "peer receives ") + size + " B", k -> new ArrayList<>())
@@ -149,16 +152,17 @@ class SameHostDeadPeerTest {
 
     /**
      * What the detection costs an idle process: two JVMs, one listening and one holding {@code
-     * ucx4j.dead-peer.idle-comms} (default 16) idle {@code ucx://} comms to it, for {@code
-     * ucx4j.dead-peer.idle-seconds}; the CPU both use, with same-host-shared-memory on and off, in turns.
-     * Opt-in (a measurement, not a check): it runs only with {@code ucx4j.dead-peer.idle-seconds} set.
+     * ucx4jtest.dead-peer.idle-comms} (default 16) idle {@code ucx://} comms to it, for {@code
+     * ucx4jtest.dead-peer.idle-seconds}; the CPU both use, with same-host-shared-memory on and off, in turns.
+     * Opt-in (a measurement, not a check): it runs only with {@code ucx4jtest.dead-peer.idle-seconds} set.
      */
     @org.junit.jupiter.api.Test
     void idleCpuWithDetectionOnAndOff() throws Exception {
-        long seconds = Long.getLong("ucx4j.dead-peer.idle-seconds", 0);
-        org.junit.jupiter.api.Assumptions.assumeTrue(seconds > 0, "a measurement: -Ducx4j.dead-peer.idle-seconds=N");
-        int comms = Integer.getInteger("ucx4j.dead-peer.idle-comms", 16);
-        int rounds = Integer.getInteger("ucx4j.dead-peer.idle-rounds", 3);
+        long seconds = Long.getLong("ucx4jtest.dead-peer.idle-seconds", 0);
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                seconds > 0, "a measurement: -Ducx4jtest.dead-peer.idle-seconds=N");
+        int comms = Integer.getInteger("ucx4jtest.dead-peer.idle-comms", 16);
+        int rounds = Integer.getInteger("ucx4jtest.dead-peer.idle-rounds", 3);
         Map<Boolean, List<Long>> cpuMillis = new TreeMap<>();
         for (int r = 0; r < rounds; r++) {
             for (boolean on : new boolean[] {true, false}) {
