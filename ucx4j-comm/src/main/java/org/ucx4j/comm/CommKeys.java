@@ -81,19 +81,19 @@ public final class CommKeys {
     public static final ConfigKey<String> AUTH_SECRET_FILE =
             ConfigKey.text("auth.secret-file", "file holding the shared secret");
     /**
-     * Same-host {@code ucx://} comms on shared memory while a dead peer is still detected (default true).
-     * With {@code peer-error-handling} on, UCX leaves its shared memory transports out unless they are
-     * told to report peer failure ({@code UCX_MM_ERROR_HANDLING}); this key makes the comms' UCX context
-     * set it, and the comms detect a dead same-host peer themselves (the end of the handshake socket, or
-     * the peer's process for IP-less comms) and close its endpoint by force. Off, or with
-     * {@code peer-error-handling} off, or when {@code UCX_MM_ERROR_HANDLING},
-     * {@code UCX_POSIX_ERROR_HANDLING} or {@code UCX_SYSV_ERROR_HANDLING} is set elsewhere: nothing is set
-     * (docs/CONFIGURATION.md).
+     * Same-host {@code ucx://} comms on shared memory with peer error handling (default false). With
+     * {@code peer-error-handling} on, UCX leaves its shared memory transports out unless they are told
+     * to report peer failure ({@code UCX_MM_ERROR_HANDLING}); true makes the comms' UCX context set it
+     * (and a 200 ms {@code UCX_KEEPALIVE_INTERVAL}), each unless set elsewhere. Off by default: a peer
+     * killed in the middle of a send can leave the survivor's shared memory receive queue blocked for
+     * good, so that its worker receives nothing more over shared memory from anyone (UCX's mm
+     * transport; docs/CONFIGURATION.md has the evidence). Every process of one host must use the same
+     * value.
      */
     public static final ConfigKey<Boolean> SAME_HOST_SHARED_MEMORY = ConfigKey.flag(
             "same-host-shared-memory",
-            true,
-            "ucx:// between processes of one host on shared memory, dead peers still detected");
+            false,
+            "ucx:// between processes of one host on shared memory with peer error handling (see the docs first)");
 
     /** ucx4j-comm's keys, in documentation order. */
     public static final List<ConfigKey<?>> ALL = List.of(

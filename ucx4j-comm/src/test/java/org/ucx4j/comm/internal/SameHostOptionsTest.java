@@ -41,21 +41,13 @@ class SameHostOptionsTest {
     @Test
     void theUsersOwnUcxSettingsWin() {
         for (String name : new String[] {"mm-error-handling", "posix-error-handling", "sysv-error-handling"}) {
-            assertEquals(
-                    Map.of("KEEPALIVE_INTERVAL", "200ms"),
-                    options(UcxConfig.builder().environment(name, "n")),
-                    name);
+            assertEquals(Map.of("KEEPALIVE_INTERVAL", "200ms"), options(on().environment(name, "n")), name);
         }
-        assertEquals(
-                Map.of("MM_ERROR_HANDLING", "y"), options(UcxConfig.builder().environment("keepalive-interval", "1s")));
+        assertEquals(Map.of("MM_ERROR_HANDLING", "y"), options(on().environment("keepalive-interval", "1s")));
     }
 
     @Test
     void configurationsThatDifferOnlyInTheKeyDoNotShareARuntime() {
-        assertNotEquals(
-                UcxRuntime.Key.of(UcxConfig.builder().build()),
-                UcxRuntime.Key.of(UcxConfig.builder()
-                        .set(CommKeys.SAME_HOST_SHARED_MEMORY, false)
-                        .build()));
+        assertNotEquals(UcxRuntime.Key.of(UcxConfig.builder().build()), UcxRuntime.Key.of(on().build()));
     }
 }
