@@ -26,16 +26,20 @@ class SameHostOptionsTest {
         return UcxRuntime.commOptions(b.build());
     }
 
-    @Test
-    void byDefaultSharedMemoryReportsPeerFailureAndPeersAreCheckedOftenEnough() {
-        assertEquals(Map.of("MM_ERROR_HANDLING", "y", "KEEPALIVE_INTERVAL", "200ms"), options(UcxConfig.builder()));
+    private static UcxConfig.Builder on() {
+        return UcxConfig.builder().set(CommKeys.SAME_HOST_SHARED_MEMORY, true);
     }
 
     @Test
-    void offOrWithoutPeerErrorHandlingNothingIsSet() {
-        assertEquals(Map.of(), options(UcxConfig.builder().set(CommKeys.SAME_HOST_SHARED_MEMORY, false)));
+    void onSharedMemoryReportsPeerFailureAndPeersAreCheckedOftenEnough() {
+        assertEquals(Map.of("MM_ERROR_HANDLING", "y", "KEEPALIVE_INTERVAL", "200ms"), options(on()));
+    }
+
+    @Test
+    void byDefaultOrWithoutPeerErrorHandlingNothingIsSet() {
+        assertEquals(Map.of(), options(UcxConfig.builder()));
         // Without peer error handling UCX uses shared memory anyway, and detects nothing.
-        assertEquals(Map.of(), options(UcxConfig.builder().set(UcxKeys.PEER_ERROR_HANDLING, false)));
+        assertEquals(Map.of(), options(on().set(UcxKeys.PEER_ERROR_HANDLING, false)));
     }
 
     @Test
