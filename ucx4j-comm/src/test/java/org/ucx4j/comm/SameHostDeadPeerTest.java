@@ -28,13 +28,17 @@ import org.ucx4j.testsupport.Requirements;
 import org.ucx4j.testsupport.RunningJvm;
 
 /**
- * Same-host peers killed ({@code kill -9}) in the middle of a transfer, with the defaults (peer error
- * handling on, same-host shared memory on): the survivor, this JVM, must live on (a SIGBUS from a dead
- * peer's shared memory would end it, and with it this test run), every operation waiting on the dead
- * peer must fail within {@link #DETECTION_BOUND}, and the listener must still serve new peers.
+ * Same-host peers killed ({@code kill -9}) in the middle of a transfer, on tcp (the default) and on
+ * shared memory ({@code same-host-shared-memory: true}), with peer error handling on: the survivor, this
+ * JVM, must live on (a SIGBUS from a dead peer's shared memory or a UCX abort would end it, and with it
+ * this test run), and every operation waiting on the dead peer must fail within {@link
+ * #DETECTION_BOUND}. Each kill gets a comm context (a UCX worker) of its own; after it, a new comm
+ * through the same listener must work on tcp, and on shared memory the test reports whether it does
+ * (a sender killed mid-send can block the worker's shared memory receive FIFO for good;
+ * docs/CONFIGURATION.md).
  *
- * <p>CI runs {@link #SIZES} times both directions once; {@code -Ducx4jtest.dead-peer.iterations=N} runs N
- * kills (hundreds, for the investigation in docs/CONFIGURATION.md) and prints the detection times.
+ * <p>CI runs each size once (directions alternate); {@code -Ducx4jtest.dead-peer.iterations=N} runs N
+ * kills per case (hundreds, for the investigation) and prints each one.
  */
 @Tag("native")
 class SameHostDeadPeerTest {
