@@ -3,7 +3,7 @@
 # (peer error handling on, UCX's shared memory transports report peer failure, UCX checks peers every
 # 200 ms), ucx:// with the defaults (same-host-shared-memory=false: UCX keeps to tcp) and tcp://,
 # alternating in one run, each cell the median of ROUNDS runs (default 3); and 1 KiB round trips. The detection time after
-# kill -9 and the idle CPU it costs are printed by SameHostDeadPeerTest (docs/BENCHMARKS.md says how).
+# kill -9 is printed by SameHostDeadPeerTest (docs/BENCHMARKS.md says how).
 #
 # Units: bandwidth MB/s (MB = 2^20 bytes), window 16; round trips per second.
 #

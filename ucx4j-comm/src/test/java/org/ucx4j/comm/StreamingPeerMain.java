@@ -9,8 +9,7 @@ import org.ucx4j.testsupport.RunningJvm;
 /**
  * A comm peer in a JVM of its own that streams until it is killed, for the dead-peer tests: {@code send URI
  * SIZE} connects and writes messages of SIZE bytes without end; {@code receive URI} connects and reads
- * (and closes) every message without end; {@code idle URI N} connects N comms and does nothing with
- * them. Each prints {@code CONNECTED} once its comms are up.
+ * (and closes) every message without end. Either prints {@code CONNECTED} once its comm is up.
  */
 public final class StreamingPeerMain {
     private StreamingPeerMain() {}
@@ -30,15 +29,6 @@ public final class StreamingPeerMain {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args[0].equals("idle")) {
-            java.util.List<Comm> comms = new java.util.ArrayList<>();
-            for (int i = 0; i < Integer.parseInt(args[2]); i++) {
-                comms.add(Comms.connect(URI.create(args[1])));
-            }
-            System.out.println("CONNECTED " + comms.size());
-            System.out.flush();
-            new java.util.concurrent.CountDownLatch(1).await(); // until the test kills this JVM
-        }
         Comm c = Comms.connect(URI.create(args[1]));
         System.out.println("CONNECTED");
         System.out.flush();
