@@ -93,6 +93,20 @@ public final class CommKeys {
     /** A file holding the shared secret (at least 16 bytes once stripped); exclusive with {@link #AUTH_SECRET}. */
     public static final ConfigKey<String> AUTH_SECRET_FILE =
             ConfigKey.text("auth.secret-file", "file holding the shared secret");
+    /**
+     * Same-host {@code ucx://} comms on shared memory with peer error handling (default false). With
+     * {@code peer-error-handling} on, UCX leaves its shared memory transports out unless they are told
+     * to report peer failure ({@code UCX_MM_ERROR_HANDLING}); true makes the comms' UCX context set it
+     * (and a 200 ms {@code UCX_KEEPALIVE_INTERVAL}), each unless set elsewhere. Off by default: a peer
+     * killed in the middle of a send can leave the survivor's shared memory receive queue blocked for
+     * good, so that its worker receives nothing more over shared memory from anyone (UCX's mm
+     * transport; docs/CONFIGURATION.md has the evidence). Every process of one host must use the same
+     * value.
+     */
+    public static final ConfigKey<Boolean> SAME_HOST_SHARED_MEMORY = ConfigKey.flag(
+            "same-host-shared-memory",
+            false,
+            "ucx:// between processes of one host on shared memory with peer error handling (see the docs first)");
 
     /** ucx4j-comm's keys, in documentation order. */
     public static final List<ConfigKey<?>> ALL = List.of(
@@ -106,7 +120,8 @@ public final class CommKeys {
             MAX_PENDING_HANDSHAKES_PER_SOURCE,
             MAX_UNCLOSED_BYTES,
             AUTH_SECRET,
-            AUTH_SECRET_FILE);
+            AUTH_SECRET_FILE,
+            SAME_HOST_SHARED_MEMORY);
 
     private CommKeys() {}
 }

@@ -1,6 +1,7 @@
 package org.ucx4j.comm.internal;
 
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -13,6 +14,7 @@ import org.ucx4j.UcxContext;
 import org.ucx4j.UcxKeys;
 import org.ucx4j.UcxWorker;
 import org.ucx4j.WorkerOptions;
+import org.ucx4j.comm.CommKeys;
 
 /**
  * The UCX context and the one worker shared by every {@code ucx://} comm and listener of one
@@ -67,7 +69,57 @@ final class UcxRuntime {
 
     private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
 
-    record Key(UcxConfig.UcxSettings settings, WorkerOptions workerOptions) {}
+    /**
+     * What makes two configurations share a runtime: their UCX settings, worker options and the
+     * comm's own UCX options ({@link #commOptions(UcxConfig)}).
+     */
+    record Key(UcxConfig.UcxSettings settings, WorkerOptions workerOptions, Map<String, String> commOptions) {
+        static Key of(UcxConfig config) {
+            return new Key(
+                    config.ucxSettings(),
+                    UcxRuntime.workerOptions(config, "ucx4j-comm"),
+                    UcxRuntime.commOptions(config));
+        }
+    }
+
+    /** UCX's options that tell its shared memory transports to report peer failure (1.13 to 1.22 at least). */
+    static final List<String> SHARED_MEMORY_ERROR_HANDLING =
+            List.of("MM_ERROR_HANDLING", "POSIX_ERROR_HANDLING", "SYSV_ERROR_HANDLING");
+
+    /**
+     * How often UCX checks each endpoint's peer when same-host shared memory is on: a shared memory
+     * peer's check is a look at its process (pid and start time), so a dead IP-less peer is found within
+     * about this time (UCX's default, 20 s, is far from the 1 s bound; docs/CONFIGURATION.md).
+     */
+    static final String KEEPALIVE_INTERVAL = "200ms";
+
+    /**
+     * The UCX options the comm sets on its context beyond the configuration's, when
+     * {@link CommKeys#SAME_HOST_SHARED_MEMORY} and {@link UcxKeys#PEER_ERROR_HANDLING} are on:
+     * {@code MM_ERROR_HANDLING=y} unless one of {@link #SHARED_MEMORY_ERROR_HANDLING} is set elsewhere (an
+     * {@code environment} entry or the process environment), so that UCX keeps same-host traffic on shared
+     * memory (posix/sysv) although the endpoints detect peer failure; and {@code KEEPALIVE_INTERVAL} (see
+     * {@link #KEEPALIVE_INTERVAL}) unless set elsewhere. A socket {@code ucx://} comm learns of a dead peer
+     * sooner still, from its handshake socket (see {@link UcxComm}).
+     */
+    static Map<String, String> commOptions(UcxConfig config) {
+        if (!config.get(CommKeys.SAME_HOST_SHARED_MEMORY) || !config.get(UcxKeys.PEER_ERROR_HANDLING)) {
+            return Map.of();
+        }
+        Map<String, String> options = new java.util.TreeMap<>();
+        if (SHARED_MEMORY_ERROR_HANDLING.stream().noneMatch(name -> setElsewhere(config, name))) {
+            options.put("MM_ERROR_HANDLING", "y");
+        }
+        if (!setElsewhere(config, "KEEPALIVE_INTERVAL")) {
+            options.put("KEEPALIVE_INTERVAL", KEEPALIVE_INTERVAL);
+        }
+        return Map.copyOf(options);
+    }
+
+    /** Whether the configuration ({@code environment}) or the process environment sets a UCX option. */
+    private static boolean setElsewhere(UcxConfig config, String name) {
+        return config.ucxSettings().contextOptions().containsKey(name) || System.getenv("UCX_" + name) != null;
+    }
 
     private final UcxRuntimes owner;
     final Key key;
@@ -101,7 +153,11 @@ final class UcxRuntime {
         this.key = key;
         this.config = config;
         Ucx.configure(config);
-        this.context = UcxContext.builder().config(config).name("ucx4j-comm").build();
+        this.context = UcxContext.builder()
+                .config(config)
+                .options(key.commOptions())
+                .name("ucx4j-comm")
+                .build();
         try {
             this.worker = context.newWorker(workerOptions(config, "ucx4j-comm"));
         } catch (RuntimeException e) {

@@ -24,7 +24,7 @@ final class UcxRuntimes {
 
     /** The runtime for a configuration, created on first use; pair with {@link UcxRuntime#release()}. */
     UcxRuntime acquire(UcxConfig config) {
-        UcxRuntime.Key key = new UcxRuntime.Key(config.ucxSettings(), UcxRuntime.workerOptions(config, "ucx4j-comm"));
+        UcxRuntime.Key key = UcxRuntime.Key.of(config);
         synchronized (this) {
             if (closed) {
                 throw new IllegalStateException("the comm context is closed");

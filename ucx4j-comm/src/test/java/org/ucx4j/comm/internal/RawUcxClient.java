@@ -17,7 +17,16 @@ import org.ucx4j.comm.CommOptions;
  * where. Every step is separate, so a test can stop or misbehave at any of them.
  */
 final class RawUcxClient implements AutoCloseable {
-    final UcxContext context = UcxContext.create();
+    /**
+     * The UCX settings of a ucx4j comm peer (same-host shared memory included): a UCX context whose
+     * shared memory transports disagree with the listener's about peer failure makes the two endpoints
+     * of a pair choose different lanes on one host, and UCX 1.13 aborts the process on that
+     * ("endpoint reconfiguration not supported yet"; docs/CONFIGURATION.md).
+     */
+    final UcxContext context = UcxContext.builder()
+            .options(UcxRuntime.commOptions(org.ucx4j.UcxConfig.load()))
+            .build();
+
     final UcxWorker worker = context.newWorker();
     final SocketChannel socket;
     /** The tag this client says its comm receives on. */

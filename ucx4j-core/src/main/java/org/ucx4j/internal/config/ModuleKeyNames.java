@@ -25,6 +25,7 @@ public final class ModuleKeyNames {
             Map.entry("max-pending-handshakes", "ucx4j-comm"),
             Map.entry("max-pending-handshakes-per-source", "ucx4j-comm"),
             Map.entry("max-unclosed-bytes", "ucx4j-comm"),
+            Map.entry("same-host-shared-memory", "ucx4j-comm"),
             Map.entry("auth", "ucx4j-comm"),
             Map.entry("memory-pool", "ucx4j-cuda"),
             Map.entry("device-memory-limit", "ucx4j-cuda"),
