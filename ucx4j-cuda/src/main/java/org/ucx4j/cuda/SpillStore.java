@@ -22,6 +22,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -73,13 +75,20 @@ import org.ucx4j.UcxConfig;
  * {@link SpillableBuffer} handle and the store. The {@link GpuMemoryPool} stays the caller's: close the store
  * before the pool, and the pool only after every {@link SpillableBuffer.Access} is closed.
  *
- * <p>Threading: safe from any thread, virtual threads included. One lock orders every move and every change of
- * a buffer's place; the copies and file I/O of a move run under it, so moves happen one at a time and every
- * call of the store and its buffers ({@code allocate}, {@code put}, {@code spill}, {@code acquire},
- * {@code tier()}, {@code statistics()}, closing a buffer, an access or the store) waits for a move in
- * progress, which may be a disk write of a whole buffer. This includes {@link #allocate(long, Arena)} on a
- * UCX progress thread. Threads working on buffers they have acquired are not held up. The lock is never held
- * while user code runs: log lines (SLF4J appenders) are written after it is released.
+ * <p>Threading: safe from any thread, virtual threads included. One lock guards the store's bookkeeping (which
+ * buffer is where, the bytes each tier holds, the counters); it is held only for that bookkeeping and never
+ * while bytes move: the copies between device and host memory and the file I/O of a move run with the lock
+ * released, so moves of different buffers proceed at once, and a slow disk write holds up neither the access
+ * to other buffers ({@code acquire}, closing a buffer or an access, {@code tier()}, {@code statistics()}) nor
+ * other moves. A buffer being moved is marked so: it is no spill candidate, and acquiring or closing it waits
+ * for its move to end (its tier, asked meanwhile, is where it is moving from). Room is reserved before bytes
+ * move, so that the limits hold as they would with one move at a time: a move to host memory reserves its
+ * block under the host limit before copying, bytes coming onto the device are counted against the device
+ * limit before they arrive, and a thread that needs room which other threads' moves in progress will free
+ * waits for those moves rather than spilling more. This includes {@link #allocate(long, Arena)} on a UCX
+ * progress thread, which may wait for a move (a copy or a disk write) that makes the room it needs. Threads
+ * working on buffers they have acquired are not held up. The lock is never held while user code runs: log
+ * lines (SLF4J appenders) are written after it is released.
  */
 public final class SpillStore implements MemoryProvider, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SpillStore.class);
@@ -93,7 +102,12 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     private final Path localDirectory;
     private final boolean logSpilling;
 
-    private final Object lock = new Object();
+    // Guards every field below and the place of every buffer (SpillableBuffer's fields); never held while
+    // bytes move (see unlocked) nor while user code runs. A single hold: methods that release it for I/O are
+    // only called with the lock held once.
+    private final ReentrantLock lock = new ReentrantLock();
+    // Signalled whenever a move ends (and when the store closes): waits for room or for a buffer's move.
+    private final Condition moveEnded = lock.newCondition();
     // Least recently used first.
     private final LinkedHashSet<SpillableBuffer> onDevice = new LinkedHashSet<>();
     private final LinkedHashSet<SpillableBuffer> onHost = new LinkedHashSet<>();
@@ -107,9 +121,21 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     private long failed;
     private long nextId;
     private Path spillDirectory;
-    private SpillableBuffer returning;
-    // Host memory the host tier holds: its buffers' blocks by size class, and a staging block in use.
+    // Host memory the host tier holds or has reserved: its buffers' blocks by size class, blocks being filled
+    // by moves in progress, staging blocks in use.
     private long hostHeld;
+    // Bytes on their way onto the device (allocate, put, buffers coming back), counted against its limit
+    // before they are in the device tier's bytes.
+    private long deviceIncoming;
+    // Bytes of device buffers being spilled: still in the device tier's bytes until their move ends.
+    private long deviceLeaving;
+    // Host footprints of buffers being written to disk: still in hostHeld until their move ends.
+    private long hostLeavingToDisk;
+    // Host footprints of buffers on their way back to the device: counted as gone when room is made for the
+    // host tier, as the buffer coming back must not be written to disk to make room for its own return.
+    private long hostReturning;
+    // Moves in progress (close waits for them).
+    private int moves;
     // Log lines of moves made under the lock, written by the next thread to leave it (never under the lock).
     private final List<Runnable> pendingLog = new ArrayList<>();
     private boolean closed;
@@ -175,15 +201,18 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         if (byteSize < 1) {
             throw new IllegalArgumentException("a spillable buffer of " + byteSize + " bytes (need at least 1)");
         }
+        lock.lock();
         try {
-            synchronized (lock) {
-                ensureOpen();
-                requireCanFit(byteSize, "allocate");
-                makeDeviceRoom(byteSize);
+            ensureOpen();
+            requireCanFit(byteSize, "allocate");
+            reserveDevice(byteSize);
+            try {
                 return add(byteSize, allocateDevice(byteSize, "allocate"));
+            } finally {
+                deviceIncoming -= byteSize;
             }
         } finally {
-            flushLog();
+            unlockAndFlushLog();
         }
     }
 
@@ -211,14 +240,17 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
 
     /** Takes a device block into the store, room made first; the seam that tests without a GPU use. */
     SpillableBuffer put(SpillMemory.Block device, long byteSize) {
+        lock.lock();
         try {
-            synchronized (lock) {
-                ensureOpen();
-                makeDeviceRoom(byteSize);
+            ensureOpen();
+            reserveDevice(byteSize);
+            try {
                 return add(byteSize, device);
+            } finally {
+                deviceIncoming -= byteSize;
             }
         } finally {
-            flushLog();
+            unlockAndFlushLog();
         }
     }
 
@@ -232,7 +264,7 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     /**
      * Spills least recently used buffers not in use from the device until at least {@code byteCount} bytes
      * left it (or nothing is left to spill): room made on demand, for code that needs device memory outside
-     * the store. Waits for a move in progress.
+     * the store. Buffers that other threads are moving at the time are not counted.
      *
      * @param byteCount bytes wanted off the device
      * @return the bytes spilled (may be more than asked, or less when the rest is in use)
@@ -240,79 +272,82 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
      * @throws UncheckedIOException when a spill failed; what was spilled before stays spilled
      */
     public long spill(long byteCount) {
+        lock.lock();
         try {
-            synchronized (lock) {
-                ensureOpen();
-                long spilled = 0;
-                Set<SpillableBuffer> skipped = new HashSet<>();
-                while (spilled < byteCount) {
-                    SpillableBuffer victim = leastRecentlyUsedIdle(skipped);
-                    if (victim == null) {
-                        break;
-                    }
-                    if (spillToHost(victim, "asked")) {
-                        spilled += victim.byteSize();
-                    } else {
-                        skipped.add(victim);
-                    }
+            ensureOpen();
+            long spilled = 0;
+            Set<SpillableBuffer> skipped = new HashSet<>();
+            while (spilled < byteCount) {
+                SpillableBuffer victim = leastRecentlyUsedIdle(skipped);
+                if (victim == null) {
+                    break;
                 }
-                return spilled;
+                if (spillToHost(victim, "asked")) {
+                    spilled += victim.byteSize();
+                } else {
+                    skipped.add(victim);
+                }
             }
+            return spilled;
         } finally {
-            flushLog();
+            unlockAndFlushLog();
         }
     }
 
     SpillableBuffer.Access acquire(SpillableBuffer b) {
+        lock.lock();
         try {
-            synchronized (lock) {
-                ensureOpen();
-                if (b.closed) {
-                    throw new IllegalStateException(b + " already closed");
-                }
-                if (b.tier != SpillTier.DEVICE) {
-                    unspill(b);
-                } else {
-                    onDevice.remove(b); // most recently used now
-                    onDevice.add(b);
-                }
-                b.accesses++;
-                return new SpillableBuffer.Access(b, b.device.segment());
+            awaitNotMoving(b);
+            ensureOpen();
+            if (b.closed) {
+                throw new IllegalStateException(b + " already closed");
             }
+            if (b.tier != SpillTier.DEVICE) {
+                unspill(b);
+            } else {
+                onDevice.remove(b); // most recently used now
+                onDevice.add(b);
+            }
+            b.accesses++;
+            return new SpillableBuffer.Access(b, b.device.segment());
         } finally {
-            flushLog();
+            unlockAndFlushLog();
         }
     }
 
     void release(SpillableBuffer b) {
+        lock.lock();
         try {
-            synchronized (lock) {
-                b.accesses--;
-                if (closed && b.accesses == 0 && !b.closed) {
-                    try {
-                        discard(b); // the store closed while this access was open: freed now
-                    } catch (RuntimeException e) {
-                        warn("cannot free " + b + " after its last access closed (the store is closed): " + e
-                                + "; close the store again to free it");
-                    }
+            b.accesses--;
+            if (closed && b.accesses == 0 && !b.closed) {
+                try {
+                    discard(b); // the store closed while this access was open: freed now
+                } catch (RuntimeException e) {
+                    warn("cannot free " + b + " after its last access closed (the store is closed): " + e
+                            + "; close the store again to free it");
                 }
             }
         } finally {
-            flushLog();
+            unlockAndFlushLog();
         }
     }
 
     SpillTier tierOf(SpillableBuffer b) {
-        synchronized (lock) {
+        lock.lock();
+        try {
             if (b.closed) {
                 throw new IllegalStateException(b + " already closed");
             }
             return b.tier;
+        } finally {
+            lock.unlock();
         }
     }
 
     void free(SpillableBuffer b) {
-        synchronized (lock) {
+        lock.lock();
+        try {
+            awaitNotMoving(b);
             if (b.closed) {
                 return;
             }
@@ -321,12 +356,76 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
                         b + " is in use (" + b.accesses + " access(es) open): close them first");
             }
             discard(b);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Lock held: waits until no thread moves {@code b} (it cannot be used or freed half-moved). */
+    private void awaitNotMoving(SpillableBuffer b) {
+        while (b.moving) {
+            moveEnded.awaitUninterruptibly();
         }
     }
 
     /**
-     * Lock held: frees a buffer not in use wherever it is. When the memory cannot be freed (another thread is
-     * inside a call on the segment right now) nothing changes and the {@link IllegalStateException} goes on.
+     * Lock held, once: waits for a move in progress in another thread to end, then checks that the store is
+     * still open (a thread waiting for room gives up when it closes).
+     */
+    private void awaitAnotherMove() {
+        moveEnded.awaitUninterruptibly();
+        ensureOpen();
+    }
+
+    /** Work done with the lock released: the copies and file I/O of a move. */
+    @FunctionalInterface
+    private interface Unlocked {
+        void run() throws IOException;
+    }
+
+    /**
+     * Lock held once: runs {@code work} with the lock released and takes it again, also when the work throws.
+     * The caller has marked what the work touches (the buffer moving, the room reserved), so that no other
+     * thread changes it meanwhile.
+     */
+    private void unlocked(Unlocked work) throws IOException {
+        if (lock.getHoldCount() != 1) {
+            throw new IllegalStateException("the spill store's lock is held " + lock.getHoldCount() + " times");
+        }
+        lock.unlock();
+        try {
+            work.run();
+        } finally {
+            lock.lock();
+        }
+    }
+
+    /** {@link #unlocked} for work that does no file I/O. */
+    private void unlockedCopy(Runnable copy) {
+        try {
+            unlocked(copy::run);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e); // a copy between memories does no I/O
+        }
+    }
+
+    /** Lock held: marks a buffer as moving (no spill candidate; acquire and close wait for it). */
+    private void startMove(SpillableBuffer b) {
+        b.moving = true;
+        moves++;
+    }
+
+    /** Lock held: the move of {@code b} ended, however: wakes the threads waiting for it or for room. */
+    private void endMove(SpillableBuffer b) {
+        b.moving = false;
+        moves--;
+        moveEnded.signalAll();
+    }
+
+    /**
+     * Lock held: frees a buffer not in use and not moving, wherever it is. When the memory cannot be freed
+     * (another thread is inside a call on the segment right now) nothing changes and the
+     * {@link IllegalStateException} goes on.
      */
     private void discard(SpillableBuffer b) {
         switch (b.tier) {
@@ -355,18 +454,33 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         }
     }
 
-    /** Lock held: spills until {@code incoming} more bytes fit under the device limit, or nothing is idle. */
-    private void makeDeviceRoom(long incoming) {
+    /**
+     * Lock held once: spills until {@code incoming} more bytes fit under the device limit (or nothing is idle),
+     * then counts them as coming in ({@link #deviceIncoming}; the caller takes them off once they are in the
+     * device tier or did not come). Waits instead of spilling when other threads' spills in progress free
+     * enough.
+     */
+    private void reserveDevice(long incoming) {
         Set<SpillableBuffer> skipped = new HashSet<>();
-        while (bytes.get(SpillTier.DEVICE) + incoming > deviceLimit) {
+        while (bytes.get(SpillTier.DEVICE) + deviceIncoming + incoming > deviceLimit) {
+            if (bytes.get(SpillTier.DEVICE) - deviceLeaving + deviceIncoming + incoming <= deviceLimit) {
+                awaitAnotherMove(); // spills in progress make the room
+                continue;
+            }
             SpillableBuffer victim = leastRecentlyUsedIdle(skipped);
             if (victim == null) {
-                return; // the rest is in use: the tier stays over its limit
+                if (deviceLeaving > 0) {
+                    awaitAnotherMove();
+                    skipped.clear();
+                    continue;
+                }
+                break; // the rest is in use: the tier stays over its limit
             }
             if (!spillToHost(victim, "device-memory-limit")) {
                 skipped.add(victim);
             }
         }
+        deviceIncoming += incoming;
     }
 
     /**
@@ -377,8 +491,9 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
      * device limit; it goes back to the pool when {@code scope} closes.
      *
      * <p>A spill to make room runs on the calling thread, for active messages the worker's progress thread:
-     * it takes the time of its copy and, when the host tier is full, of writing host buffers to disk, and it
-     * waits for any move in progress in other threads. Keep the pool large enough that this is the exception.
+     * it takes the time of its copy and, when the host tier is full, of writing host buffers to disk; when
+     * other threads' spills in progress are what will free the room, it waits for them. Keep the pool large
+     * enough that this is the exception.
      *
      * @param byteSize the size
      * @param scope the arena that owns the memory
@@ -393,18 +508,17 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         if (byteSize < 0) {
             throw new IllegalArgumentException("negative size " + byteSize);
         }
+        lock.lock();
         try {
-            synchronized (lock) {
-                ensureOpen();
-                if (byteSize == 0) {
-                    return memory.allocateDevice(0, scope);
-                }
-                String why = "allocate(" + byteSize + ", arena)";
-                requireCanFit(byteSize, why);
-                return justInTime(byteSize, why, () -> memory.allocateDevice(byteSize, scope));
+            ensureOpen();
+            if (byteSize == 0) {
+                return memory.allocateDevice(0, scope);
             }
+            String why = "allocate(" + byteSize + ", arena)";
+            requireCanFit(byteSize, why);
+            return justInTime(byteSize, why, () -> memory.allocateDevice(byteSize, scope));
         } finally {
-            flushLog();
+            unlockAndFlushLog();
         }
     }
 
@@ -429,18 +543,27 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         memory.copy(dst, src);
     }
 
-    /** Lock held: device memory for a buffer, spilling one more buffer each time the pool has no room. */
+    /** Lock held once: device memory for a buffer, spilling one more buffer each time the pool has no room. */
     private SpillMemory.Block allocateDevice(long byteSize, String why) {
         return justInTime(byteSize, why, () -> memory.allocateDevice(byteSize));
     }
 
-    /** Lock held: tries an allocation, spilling one more buffer each time it finds no room. */
+    /**
+     * Lock held once: tries an allocation, spilling one more buffer each time it finds no room, or waiting for
+     * other threads' spills in progress when nothing else is left to spill.
+     */
     private <T> T justInTime(long byteSize, String why, Supplier<T> attempt) {
         T block = attempt.get();
         Set<SpillableBuffer> skipped = new HashSet<>();
         while (block == null) {
             SpillableBuffer victim = leastRecentlyUsedIdle(skipped);
             if (victim == null) {
+                if (deviceLeaving > 0) {
+                    awaitAnotherMove();
+                    skipped.clear();
+                    block = attempt.get();
+                    continue;
+                }
                 throw new CudaException("no room for " + byteSize + " bytes (" + why + ") on " + memory.deviceName()
                         + " even after spilling every buffer not in use: the spill store holds "
                         + bytes.get(SpillTier.DEVICE) + " bytes there in " + onDevice.size()
@@ -457,9 +580,10 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         return block;
     }
 
+    /** Lock held: the least recently used device buffer that is neither in use, moving nor skipped. */
     private SpillableBuffer leastRecentlyUsedIdle(Set<SpillableBuffer> skipped) {
         for (SpillableBuffer b : onDevice) {
-            if (b.accesses == 0 && !skipped.contains(b)) {
+            if (b.accesses == 0 && !b.moving && !skipped.contains(b)) {
                 return b;
             }
         }
@@ -467,41 +591,53 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     }
 
     /**
-     * Lock held: device -> host (room made under the host limit first; a buffer whose host block would not
-     * fit under the limit goes straight to disk, in chunks). Answers false, having changed nothing and logged
-     * a warning, when the buffer's device memory cannot be freed now (another thread is inside a call on it):
-     * the caller tries the next victim.
+     * Lock held once, a buffer on the device neither in use nor moving: device -> host (room reserved under the
+     * host limit first; a buffer whose host block would not fit under the limit goes straight to disk, in
+     * chunks). The copy runs with the lock released. Answers false, having changed nothing and logged a
+     * warning, when the buffer's device memory cannot be freed now (another thread is inside a call on it): the
+     * caller tries the next victim.
      */
     private boolean spillToHost(SpillableBuffer b, String why) {
-        long footprint = memory.hostFootprint(b.byteSize());
-        if (footprint > hostLimit) {
-            return spillDeviceToDisk(b, "larger than memory-limit");
-        }
-        long start = System.nanoTime();
-        makeHostRoom(footprint);
-        SpillMemory.Block host = null;
+        startMove(b);
+        deviceLeaving += b.byteSize();
         try {
-            host = memory.allocateHost(b.byteSize());
-            memory.copy(host.segment(), b.device.segment());
-        } catch (RuntimeException e) {
-            failed++;
-            if (host != null) {
-                host.close();
+            long footprint = memory.hostFootprint(b.byteSize());
+            if (footprint > hostLimit) {
+                return spillDeviceToDisk(b, "larger than memory-limit");
             }
-            throw e;
+            long start = System.nanoTime();
+            reserveHost(footprint);
+            SpillMemory.Block[] host = new SpillMemory.Block[1];
+            MemorySegment device = b.device.segment();
+            try {
+                unlockedCopy(() -> {
+                    host[0] = memory.allocateHost(b.byteSize());
+                    memory.copy(host[0].segment(), device);
+                });
+            } catch (RuntimeException e) {
+                failed++;
+                hostHeld -= footprint;
+                if (host[0] != null) {
+                    host[0].close();
+                }
+                throw e;
+            }
+            if (!freeLeft(b, b.device, "device")) {
+                hostHeld -= footprint;
+                host[0].close();
+                return false;
+            }
+            b.device = null;
+            b.host = host[0];
+            move(b, onDevice, onHost, SpillTier.HOST);
+            long nanos = System.nanoTime() - start;
+            deviceToHost = deviceToHost.plus(b.byteSize(), nanos);
+            log(b, SpillTier.DEVICE, SpillTier.HOST, why, nanos);
+            return true;
+        } finally {
+            deviceLeaving -= b.byteSize();
+            endMove(b);
         }
-        if (!freeLeft(b, b.device, "device")) {
-            host.close();
-            return false;
-        }
-        b.device = null;
-        b.host = host;
-        hostHeld += footprint;
-        move(b, onDevice, onHost, SpillTier.HOST);
-        long nanos = System.nanoTime() - start;
-        deviceToHost = deviceToHost.plus(b.byteSize(), nanos);
-        log(b, SpillTier.DEVICE, SpillTier.HOST, why, nanos);
-        return true;
     }
 
     /**
@@ -529,69 +665,88 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     }
 
     /**
-     * Lock held: writes host buffers to disk, after freeing idle host blocks, until {@code incoming} more bytes
-     * fit under the host limit. Counts what the host tier really holds: blocks by their size class and the idle
-     * ones. The buffer on its way back to the device (if from host memory) is neither written nor counted: it
-     * leaves.
+     * Lock held once: writes host buffers to disk, after freeing idle host blocks, until {@code incoming} more
+     * bytes fit under the host limit, then reserves them ({@link #hostHeld}; the caller gives them back if its
+     * block does not come). Counts what the host tier really holds: blocks by their size class, blocks reserved
+     * by moves in progress, and the idle ones. Buffers on their way back to the device are neither written nor
+     * counted: they leave. Waits instead of writing when other threads' disk writes in progress free enough.
      */
-    private void makeHostRoom(long incoming) {
-        long leaving =
-                returning != null && returning.tier == SpillTier.HOST ? memory.hostFootprint(returning.byteSize()) : 0;
+    private void reserveHost(long incoming) {
         Set<SpillableBuffer> skipped = new HashSet<>();
         long over;
-        while ((over = hostHeld - leaving + memory.idleHostBytes() + incoming - hostLimit) > 0) {
+        while ((over = hostHeld - hostReturning + memory.idleHostBytes() + incoming - hostLimit) > 0) {
             if (memory.trimIdleHost(over) > 0) {
+                continue;
+            }
+            if (over <= hostLeavingToDisk) {
+                awaitAnotherMove(); // disk writes in progress make the room
                 continue;
             }
             SpillableBuffer victim = null;
             for (SpillableBuffer b : onHost) {
-                if (b != returning && !skipped.contains(b)) {
+                if (!b.moving && !skipped.contains(b)) {
                     victim = b;
                     break;
                 }
             }
             if (victim == null) {
-                return;
+                if (hostLeavingToDisk > 0) {
+                    awaitAnotherMove();
+                    skipped.clear();
+                    continue;
+                }
+                break;
             }
             if (!spillToDisk(victim, "memory-limit")) {
                 skipped.add(victim);
             }
         }
-    }
-
-    /** Lock held: host -> a file of its own; on failure the buffer stays in host memory, whole. */
-    private boolean spillToDisk(SpillableBuffer b, String why) {
-        long start = System.nanoTime();
-        Path file = writeFile(
-                b,
-                "in host memory",
-                (ch, offset, n) -> write(ch, b.host.segment().asSlice(offset, n), offset));
-        if (!freeLeft(b, b.host, "host")) {
-            deleteFile(file);
-            return false;
-        }
-        b.host = null;
-        b.file = file;
-        hostHeld -= memory.hostFootprint(b.byteSize());
-        move(b, onHost, onDisk, SpillTier.DISK);
-        long nanos = System.nanoTime() - start;
-        hostToDisk = hostToDisk.plus(b.byteSize(), nanos);
-        log(b, SpillTier.HOST, SpillTier.DISK, why, nanos);
-        return true;
+        hostHeld += incoming;
     }
 
     /**
-     * Lock held: device -> a file of its own through one bounded pinned staging block, for a buffer larger
-     * than the host limit; on failure the buffer stays on the device, whole. Counted as a move to host and
-     * one to disk.
+     * Lock held once, a buffer in host memory not moving: host -> a file of its own, written with the lock
+     * released; on failure the buffer stays in host memory, whole.
+     */
+    private boolean spillToDisk(SpillableBuffer b, String why) {
+        startMove(b);
+        long footprint = memory.hostFootprint(b.byteSize());
+        hostLeavingToDisk += footprint;
+        try {
+            long start = System.nanoTime();
+            MemorySegment host = b.host.segment();
+            Path file = writeFile(b, "in host memory", (ch, offset, n) -> write(ch, host.asSlice(offset, n), offset));
+            if (!freeLeft(b, b.host, "host")) {
+                deleteFile(file);
+                return false;
+            }
+            b.host = null;
+            b.file = file;
+            hostHeld -= footprint;
+            move(b, onHost, onDisk, SpillTier.DISK);
+            long nanos = System.nanoTime() - start;
+            hostToDisk = hostToDisk.plus(b.byteSize(), nanos);
+            log(b, SpillTier.HOST, SpillTier.DISK, why, nanos);
+            return true;
+        } finally {
+            hostLeavingToDisk -= footprint;
+            endMove(b);
+        }
+    }
+
+    /**
+     * Lock held once, the buffer marked moving by the caller: device -> a file of its own through one bounded
+     * pinned staging block, for a buffer larger than the host limit; on failure the buffer stays on the device,
+     * whole. Counted as a move to host and one to disk.
      */
     private boolean spillDeviceToDisk(SpillableBuffer b, String why) {
         long start = System.nanoTime();
         Path file;
+        MemorySegment device = b.device.segment();
         try (Staging staging = staging(b.byteSize())) {
             file = writeFile(b, "on the device", (ch, offset, n) -> {
-                MemorySegment chunk = staging.block.segment().asSlice(0, n);
-                memory.copy(chunk, b.device.segment().asSlice(offset, n));
+                MemorySegment chunk = staging.segment().asSlice(0, n);
+                memory.copy(chunk, device.asSlice(offset, n));
                 write(ch, chunk, offset);
             });
         }
@@ -616,19 +771,23 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     }
 
     /**
-     * Lock held: a new spill file written chunk by chunk; on failure deleted, counted and reported ({@code
-     * stays}: where the buffer stays then).
+     * Lock held once: a new spill file written chunk by chunk with the lock released; on failure deleted,
+     * counted and reported ({@code stays}: where the buffer stays then).
      */
     private Path writeFile(SpillableBuffer b, String stays, ChunkWriter writer) {
         Path file = null;
         try {
-            file = spillDirectory().resolve(b.id() + SPILL_SUFFIX);
-            try (FileChannel ch = FileChannel.open(file, CREATE_NEW, WRITE)) {
-                long chunk = chunkSize(b.byteSize());
-                for (long offset = 0; offset < b.byteSize(); offset += chunk) {
-                    writer.write(ch, offset, Math.min(chunk, b.byteSize() - offset));
+            Path target = spillDirectory().resolve(b.id() + SPILL_SUFFIX);
+            file = target;
+            long size = b.byteSize();
+            long chunk = chunkSize(size);
+            unlocked(() -> {
+                try (FileChannel ch = FileChannel.open(target, CREATE_NEW, WRITE)) {
+                    for (long offset = 0; offset < size; offset += chunk) {
+                        writer.write(ch, offset, Math.min(chunk, size - offset));
+                    }
                 }
-            }
+            });
             return file;
         } catch (IOException | UncheckedIOException e) {
             failed++;
@@ -642,7 +801,9 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
                     io);
         } catch (RuntimeException e) {
             failed++;
-            deleteFile(file);
+            if (file != null) {
+                deleteFile(file);
+            }
             throw e;
         }
     }
@@ -652,16 +813,27 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         return Math.max(1, Math.min(byteSize, Math.min(IO_CHUNK, Math.max(4096, hostLimit / 4))));
     }
 
-    /** A pinned block for streaming between device and disk, counted against the host limit while held. */
+    /**
+     * A pinned block for streaming between device and disk, counted against the host limit while held. Made
+     * and closed with the lock held; its segment is used with the lock released.
+     */
     private final class Staging implements AutoCloseable {
-        final SpillMemory.Block block;
+        private final SpillMemory.Block block;
         private final long footprint;
 
         Staging(long size) {
             footprint = memory.hostFootprint(size);
-            makeHostRoom(footprint);
-            block = memory.allocateHost(size);
-            hostHeld += footprint;
+            reserveHost(footprint);
+            try {
+                block = memory.allocateHost(size);
+            } catch (RuntimeException e) {
+                hostHeld -= footprint;
+                throw e;
+            }
+        }
+
+        MemorySegment segment() {
+            return block.segment();
         }
 
         @Override
@@ -675,72 +847,90 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         return new Staging(chunkSize(byteSize));
     }
 
-    /** Lock held: host or disk -> device, room made first; on failure nothing moved. */
+    /**
+     * Lock held once, a buffer in host memory or on disk, not moving: host or disk -> device, room made first;
+     * the copy or the file's reading runs with the lock released. On failure nothing moved.
+     */
     private void unspill(SpillableBuffer b) {
-        long start = System.nanoTime();
+        startMove(b);
         SpillTier from = b.tier;
-        SpillMemory.Block device;
-        requireCanFit(b.byteSize(), "bring back " + b);
-        returning = b;
+        long returning = from == SpillTier.HOST ? memory.hostFootprint(b.byteSize()) : 0;
+        hostReturning += returning;
         try {
-            makeDeviceRoom(b.byteSize());
-            device = allocateDevice(b.byteSize(), "bring back " + b);
-        } finally {
-            returning = null;
-        }
-        try {
-            if (from == SpillTier.HOST) {
-                memory.copy(device.segment(), b.host.segment());
-            } else {
-                readFile(b, device.segment());
-            }
-        } catch (RuntimeException e) {
-            if (!(e instanceof UncheckedIOException)) {
-                failed++; // a read that failed is counted where it failed
-            }
-            device.close();
-            throw e;
-        }
-        if (from == SpillTier.HOST) {
+            long start = System.nanoTime();
+            requireCanFit(b.byteSize(), "bring back " + b);
+            reserveDevice(b.byteSize());
             try {
-                b.host.close();
-            } catch (RuntimeException e) {
-                warn("the host memory of " + b + " could not be freed after it came back to the device: " + e
-                        + "; it is leaked");
+                SpillMemory.Block device = allocateDevice(b.byteSize(), "bring back " + b);
+                try {
+                    if (from == SpillTier.HOST) {
+                        MemorySegment host = b.host.segment();
+                        unlockedCopy(() -> memory.copy(device.segment(), host));
+                    } else {
+                        readFile(b, device.segment());
+                    }
+                } catch (RuntimeException e) {
+                    if (!(e instanceof UncheckedIOException)) {
+                        failed++; // a read that failed is counted where it failed
+                    }
+                    device.close();
+                    throw e;
+                }
+                if (from == SpillTier.HOST) {
+                    try {
+                        b.host.close();
+                    } catch (RuntimeException e) {
+                        warn("the host memory of " + b + " could not be freed after it came back to the device: " + e
+                                + "; it is leaked");
+                    }
+                    b.host = null;
+                    hostHeld -= returning;
+                    move(b, onHost, onDevice, SpillTier.DEVICE);
+                } else {
+                    deleteFile(b.file);
+                    b.file = null;
+                    move(b, onDisk, onDevice, SpillTier.DEVICE);
+                }
+                b.device = device;
+            } finally {
+                deviceIncoming -= b.byteSize();
             }
-            b.host = null;
-            hostHeld -= memory.hostFootprint(b.byteSize());
-            move(b, onHost, onDevice, SpillTier.DEVICE);
-        } else {
-            deleteFile(b.file);
-            b.file = null;
-            move(b, onDisk, onDevice, SpillTier.DEVICE);
+            long nanos = System.nanoTime() - start;
+            if (from == SpillTier.HOST) {
+                hostToDevice = hostToDevice.plus(b.byteSize(), nanos);
+            } else {
+                diskToDevice = diskToDevice.plus(b.byteSize(), nanos);
+            }
+            log(b, from, SpillTier.DEVICE, "acquired", nanos);
+        } finally {
+            hostReturning -= returning;
+            endMove(b);
         }
-        b.device = device;
-        long nanos = System.nanoTime() - start;
-        if (from == SpillTier.HOST) {
-            hostToDevice = hostToDevice.plus(b.byteSize(), nanos);
-        } else {
-            diskToDevice = diskToDevice.plus(b.byteSize(), nanos);
-        }
-        log(b, from, SpillTier.DEVICE, "acquired", nanos);
     }
 
-    /** Lock held: a spill file back into device memory, chunk by chunk through a pinned staging block. */
+    /**
+     * Lock held once, the buffer marked moving: its spill file back into device memory, chunk by chunk through
+     * a pinned staging block, read with the lock released.
+     */
     private void readFile(SpillableBuffer b, MemorySegment device) {
-        try (Staging staging = staging(b.byteSize());
-                FileChannel ch = FileChannel.open(b.file, READ)) {
-            long chunk = chunkSize(b.byteSize());
-            for (long offset = 0; offset < b.byteSize(); offset += chunk) {
-                long n = Math.min(chunk, b.byteSize() - offset);
-                MemorySegment stage = staging.block.segment().asSlice(0, n);
-                read(ch, stage, offset);
-                memory.copy(device.asSlice(offset, n), stage);
-            }
+        Path file = b.file;
+        long size = b.byteSize();
+        long chunk = chunkSize(size);
+        try (Staging staging = staging(size)) {
+            MemorySegment stage = staging.segment();
+            unlocked(() -> {
+                try (FileChannel ch = FileChannel.open(file, READ)) {
+                    for (long offset = 0; offset < size; offset += chunk) {
+                        long n = Math.min(chunk, size - offset);
+                        read(ch, stage.asSlice(0, n), offset);
+                        memory.copy(device.asSlice(offset, n), stage.asSlice(0, n));
+                    }
+                }
+            });
         } catch (IOException e) {
             failed++;
             throw new UncheckedIOException(
-                    "cannot read " + b + " back from " + b.file + ": " + e + "; it stays on disk", e);
+                    "cannot read " + b + " back from " + file + ": " + e + "; it stays on disk", e);
         }
     }
 
@@ -827,17 +1017,17 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
         pendingLog.add(() -> LOG.warn("spill: {}", message));
     }
 
-    /** Lock not held: writes the log lines of moves made under the lock. */
-    private void flushLog() {
-        List<Runnable> lines;
-        synchronized (lock) {
-            if (pendingLog.isEmpty()) {
-                return;
-            }
+    /** Lock held: releases it, then writes the log lines of moves made under it. */
+    private void unlockAndFlushLog() {
+        List<Runnable> lines = null;
+        if (!pendingLog.isEmpty()) {
             lines = new ArrayList<>(pendingLog);
             pendingLog.clear();
         }
-        lines.forEach(Runnable::run);
+        lock.unlock();
+        if (lines != null) {
+            lines.forEach(Runnable::run);
+        }
     }
 
     private void ensureOpen() {
@@ -847,12 +1037,13 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     }
 
     /**
-     * The counters now. Waits for a move in progress.
+     * The counters now. Moves in progress count where they started until they end; it does not wait for them.
      *
      * @return a snapshot
      */
     public SpillStatistics statistics() {
-        synchronized (lock) {
+        lock.lock();
+        try {
             return new SpillStatistics(
                     bytes.get(SpillTier.DEVICE),
                     bytes.get(SpillTier.HOST),
@@ -866,6 +1057,8 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
                     diskToDevice,
                     justInTime,
                     failed);
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -915,9 +1108,14 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
     @Override
     public void close() {
         List<RuntimeException> failures = new ArrayList<>();
+        lock.lock();
         try {
-            synchronized (lock) {
-                closed = true;
+            closed = true;
+            moveEnded.signalAll(); // threads waiting for room give up
+            while (moves > 0) {
+                moveEnded.awaitUninterruptibly(); // moves end whole (or not at all) before anything is freed
+            }
+            {
                 List<SpillableBuffer> idle = new ArrayList<>();
                 for (LinkedHashSet<SpillableBuffer> tier : List.of(onDevice, onHost, onDisk)) {
                     tier.stream().filter(b -> b.accesses == 0).forEach(idle::add);
@@ -945,7 +1143,7 @@ public final class SpillStore implements MemoryProvider, AutoCloseable {
                 failures.add(e);
             }
         } finally {
-            flushLog();
+            unlockAndFlushLog();
         }
         if (!failures.isEmpty()) {
             RuntimeException first = failures.getFirst();

@@ -28,6 +28,9 @@ public final class SpillableBuffer implements AutoCloseable {
     Path file;
     int accesses;
     boolean closed;
+    // A thread is moving the bytes between tiers (with the store's lock released): no spill candidate, and
+    // acquire and close wait for the move to end.
+    boolean moving;
 
     SpillableBuffer(SpillStore store, long id, long size, SpillMemory.Block device) {
         this.store = store;
@@ -55,8 +58,8 @@ public final class SpillableBuffer implements AutoCloseable {
     }
 
     /**
-     * Where the bytes are now; another thread's access or spill may change it at any moment. Waits for a move
-     * in progress.
+     * Where the bytes are now; another thread's access or spill may change it at any moment. A buffer being
+     * moved is where it is moving from, until the move ends; this does not wait for it.
      *
      * @return the tier
      * @throws IllegalStateException when the buffer is closed
@@ -81,7 +84,8 @@ public final class SpillableBuffer implements AutoCloseable {
     }
 
     /**
-     * Frees the buffer in whichever tier it is (its file too). Idempotent. Waits for a move in progress.
+     * Frees the buffer in whichever tier it is (its file too). Idempotent. Waits for a move of this buffer in
+     * progress (another thread spilling it), never for moves of other buffers.
      *
      * @throws IllegalStateException while an {@link Access} is open
      */
@@ -141,7 +145,7 @@ public final class SpillableBuffer implements AutoCloseable {
 
         /**
          * Lets the store spill the buffer again once no other access holds it (or frees it, when the store
-         * closed meanwhile and this was its last access). Idempotent. Waits for a move in progress.
+         * closed meanwhile and this was its last access). Idempotent. Does not wait for moves in progress.
          */
         @Override
         public void close() {

@@ -21,6 +21,9 @@ final class HostSpillMemory implements SpillMemory {
     final AtomicLong hostPeak = new AtomicLong();
 
     final AtomicLong copies = new AtomicLong();
+    /** Runs first in every copy: a test holds a move in the middle here to see what other threads can do. */
+    volatile Runnable beforeCopy = () -> {};
+
     volatile boolean closed;
     volatile long maxDeviceAllocation = Long.MAX_VALUE;
     private final HostBlockCache host;
@@ -105,6 +108,7 @@ final class HostSpillMemory implements SpillMemory {
     @Override
     public void copy(MemorySegment dst, MemorySegment src) {
         copies.incrementAndGet();
+        beforeCopy.run();
         MemorySegment.copy(src, 0, dst, 0, src.byteSize());
     }
 

@@ -24,10 +24,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
@@ -694,6 +697,205 @@ class SpillStoreTest {
             total += b.byteSize();
         }
         assertEquals(total, st.deviceBytes() + st.hostBytes() + st.diskBytes());
+    }
+
+    /** Holds the first copy that passes {@link HostSpillMemory#beforeCopy} until released; the others pass. */
+    private static final class HeldCopy implements Runnable, AutoCloseable {
+        private final CountDownLatch entered = new CountDownLatch(1);
+        private final CountDownLatch release = new CountDownLatch(1);
+        private final AtomicBoolean taken = new AtomicBoolean();
+
+        @Override
+        public void run() {
+            if (taken.compareAndSet(false, true)) {
+                entered.countDown();
+                try {
+                    assertTrue(release.await(60, TimeUnit.SECONDS), "the held copy was never released");
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new AssertionError(e);
+                }
+            }
+        }
+
+        void awaitHeld() throws InterruptedException {
+            assertTrue(entered.await(30, TimeUnit.SECONDS), "no copy started");
+        }
+
+        @Override
+        public void close() {
+            release.countDown();
+        }
+    }
+
+    @Test
+    void aMoveInProgressHoldsUpNeitherOtherBuffersNorOtherMoves() throws Exception {
+        SpillStore s = store(100 * MIB, 3 * MIB, 100 * MIB);
+        SpillableBuffer a = s.allocate(MIB);
+        SpillableBuffer b = s.allocate(MIB);
+        SpillableBuffer c = s.allocate(MIB);
+        byte[] aData = fill(a, 1);
+        byte[] bData = fill(b, 2);
+        byte[] cData = fill(c, 3);
+        ExecutorService threads = Executors.newFixedThreadPool(2);
+        try (HeldCopy held = new HeldCopy()) {
+            memory.beforeCopy = held;
+            Future<Long> spillA = threads.submit(() -> s.spill(1)); // a, the least recently used
+            held.awaitHeld();
+            // a's copy is held in the middle: the store's other calls go on.
+            assertEquals(SpillTier.DEVICE, a.tier(), "where it is moving from, until the move ends");
+            assertEquals(3 * MIB, s.statistics().deviceBytes());
+            assertArrayEquals(bData, read(b), "another buffer is acquired while a moves");
+            assertEquals(MIB, s.spill(1), "another move (c, a is taken) ends while a's is held");
+            assertEquals(SpillTier.HOST, c.tier());
+            assertArrayEquals(cData, read(c), "and comes back");
+            assertEquals(SpillTier.DEVICE, a.tier());
+            // Acquiring a waits for its move: it never gets memory that the move is about to free.
+            AtomicReference<Thread> reader = new AtomicReference<>();
+            Future<byte[]> readA = threads.submit(() -> {
+                reader.set(Thread.currentThread());
+                return read(a);
+            });
+            Awaitility.await("acquire(a) waits for a's move")
+                    .atMost(Duration.ofSeconds(30))
+                    .until(() -> reader.get() != null && reader.get().getState() == Thread.State.WAITING);
+            assertFalse(readA.isDone());
+            held.close();
+            assertEquals(MIB, spillA.get(30, TimeUnit.SECONDS));
+            assertArrayEquals(aData, readA.get(30, TimeUnit.SECONDS), "a went to host memory and came back whole");
+        } finally {
+            threads.shutdownNow();
+        }
+        SpillStatistics st = s.statistics();
+        assertEquals(3 * MIB, st.deviceBytes(), "a came back; b and c are there");
+        assertEquals(0, st.hostBytes());
+        assertEquals(2, st.deviceToHost().count(), "a and c");
+        assertEquals(2, st.hostToDevice().count(), "c and a");
+        assertEquals(3 * MIB, memory.deviceUsed.get(), "the device memory held is what the tier counts");
+        assertEquals(0, memory.hostUsed.get(), "host copies freed when their buffers came back");
+        assertArrayEquals(bData, read(b));
+        assertArrayEquals(cData, read(c));
+    }
+
+    @Test
+    void aDiskWriteInProgressHoldsUpOnlyWhatNeedsItsRoom() throws Exception {
+        SpillStore s = store(100 * MIB, 3 * MIB, MIB);
+        SpillableBuffer big = s.allocate(2 * MIB); // larger than memory-limit: straight on to disk when spilled
+        SpillableBuffer other = s.allocate(MIB / 2);
+        byte[] bigData = fill(big, 4);
+        byte[] otherData = fill(other, 5);
+        ExecutorService threads = Executors.newFixedThreadPool(2);
+        try (HeldCopy held = new HeldCopy()) {
+            memory.beforeCopy = held;
+            Future<Long> spillBig = threads.submit(() -> s.spill(1));
+            held.awaitHeld(); // big's write to disk is under way, held after its first chunk's copy
+            assertArrayEquals(otherData, read(other));
+            assertEquals(SpillTier.DEVICE, big.tier());
+            SpillableBuffer fits = s.allocate(MIB / 4); // under the limit with big still counted: at once
+            assertEquals(SpillTier.DEVICE, fits.tier());
+            // Room only the write in progress frees: waited for, not made by spilling other buffers.
+            AtomicReference<Thread> allocating = new AtomicReference<>();
+            Future<SpillableBuffer> needsRoom = threads.submit(() -> {
+                allocating.set(Thread.currentThread());
+                return s.allocate(MIB);
+            });
+            Awaitility.await("allocate waits for the room big's move makes")
+                    .atMost(Duration.ofSeconds(30))
+                    .until(() -> allocating.get() != null && allocating.get().getState() == Thread.State.WAITING);
+            assertFalse(needsRoom.isDone());
+            held.close();
+            assertEquals(2 * MIB, spillBig.get(30, TimeUnit.SECONDS));
+            assertEquals(SpillTier.DEVICE, needsRoom.get(30, TimeUnit.SECONDS).tier());
+        } finally {
+            threads.shutdownNow();
+        }
+        assertEquals(SpillTier.DISK, big.tier());
+        assertEquals(SpillTier.DEVICE, other.tier(), "not spilled for room that big's move made");
+        SpillStatistics st = s.statistics();
+        assertEquals(1, st.deviceToHost().count(), "big alone moved");
+        assertEquals(MIB / 2 + MIB / 4 + MIB, st.deviceBytes());
+        assertEquals(st.deviceBytes(), memory.deviceUsed.get());
+        assertEquals(0, memory.hostUsed.get(), "the staging block is given back");
+        assertArrayEquals(bigData, read(big), "back from disk whole");
+        assertArrayEquals(otherData, read(other));
+    }
+
+    @Test
+    void concurrentAllocationsMovesAndFreesKeepTheAccountsExact() throws Exception {
+        long hostLimit = 2 * MIB;
+        SpillStore s = store(5 * MIB, 3 * MIB, hostLimit);
+        int threads = 6;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        List<SpillableBuffer> survivors = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.Map<SpillableBuffer, byte[]> contents = new java.util.concurrent.ConcurrentHashMap<>();
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int thread = t;
+                done.add(pool.submit(() -> {
+                    Random r = new Random(100 + thread);
+                    List<SpillableBuffer> mine = new ArrayList<>();
+                    for (int k = 0; k < 150; k++) {
+                        int op = r.nextInt(10);
+                        if (mine.isEmpty() || op < 3) {
+                            SpillableBuffer b = s.allocate(64 * 1024 + r.nextInt(448 * 1024));
+                            contents.put(b, fill(b, r.nextLong()));
+                            mine.add(b);
+                        } else if (op < 7) {
+                            SpillableBuffer b = mine.get(r.nextInt(mine.size()));
+                            assertArrayEquals(contents.get(b), read(b), b + " came back changed");
+                        } else if (op < 9) {
+                            SpillableBuffer b = mine.remove(r.nextInt(mine.size()));
+                            b.close();
+                            contents.remove(b);
+                        } else {
+                            s.spill(r.nextInt((int) MIB));
+                        }
+                    }
+                    survivors.addAll(mine);
+                    return null;
+                }));
+            }
+            for (Future<?> f : done) {
+                f.get(100, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        SpillStatistics st = s.statistics();
+        assertTrue(st.hostToDisk().count() > 0 && st.diskToDevice().count() > 0, st.toString());
+        java.util.Map<SpillTier, Long> byTier = new java.util.EnumMap<>(SpillTier.class);
+        long hostFootprints = 0;
+        for (SpillableBuffer b : survivors) {
+            SpillTier tier = b.tier();
+            byTier.merge(tier, b.byteSize(), Long::sum);
+            if (tier == SpillTier.HOST) {
+                hostFootprints += memory.hostFootprint(b.byteSize());
+            }
+        }
+        assertEquals(byTier.getOrDefault(SpillTier.DEVICE, 0L), st.deviceBytes(), st.toString());
+        assertEquals(byTier.getOrDefault(SpillTier.HOST, 0L), st.hostBytes(), st.toString());
+        assertEquals(byTier.getOrDefault(SpillTier.DISK, 0L), st.diskBytes(), st.toString());
+        assertTrue(st.deviceBytes() <= 3 * MIB, "under the device limit with nothing in use: " + st);
+        assertEquals(st.deviceBytes(), memory.deviceUsed.get(), "device memory held = the device tier");
+        assertEquals(
+                hostFootprints + memory.idleHostBytes(), memory.hostUsed.get(), "host memory held = the host tier");
+        assertTrue(memory.hostUsed.get() <= hostLimit, "under memory-limit with nothing moving");
+        assertEquals(st.diskBuffers(), spillFiles(), "one file per buffer on disk");
+        for (SpillableBuffer b : survivors) {
+            assertArrayEquals(contents.get(b), read(b));
+            b.close();
+        }
+        st = s.statistics();
+        assertEquals(0, st.deviceBytes() + st.hostBytes() + st.diskBytes(), st.toString());
+        assertEquals(0, memory.deviceUsed.get());
+        assertEquals(0, spillFiles());
+    }
+
+    private long spillFiles() throws java.io.IOException {
+        try (Stream<Path> files = Files.walk(dir)) {
+            return files.filter(p -> p.toString().endsWith(".spill")).count();
+        }
     }
 
     @Test
