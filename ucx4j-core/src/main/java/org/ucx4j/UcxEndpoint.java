@@ -7,6 +7,8 @@ import java.util.Objects;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.ucx4j.internal.Libc;
+import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.Ucp;
 import org.ucx4j.internal.Upcalls;
 import org.ucx4j.internal.worker.Buffers;
@@ -454,6 +456,46 @@ public final class UcxEndpoint implements AutoCloseable {
      */
     public Optional<UcxException> failure() {
         return lifecycle.failure();
+    }
+
+    /**
+     * UCX's description of this endpoint ({@code ucp_ep_print_info}): its lanes (which transport and device
+     * carries what) and which protocol and transport a message of each size takes. Its layout is UCX's and
+     * differs between UCX versions (1.13 lists thresholds, 1.16 and later tables).
+     *
+     * <p>Threading: any thread; runs on the worker's progress thread and waits for it.
+     *
+     * @return multi-line text
+     * @throws IllegalStateException when the endpoint is closed or failed
+     */
+    public String describe() {
+        if (!isOpen()) {
+            throw new IllegalStateException("endpoint to " + describePeer() + " is not open");
+        }
+        return worker.call(
+                "describe",
+                () -> Libc.capture(file -> NativeCalls.invoke(() -> {
+                    Ucp.ep_print_info.invokeExact(handle, file);
+                })));
+    }
+
+    /**
+     * The UCX transports that carry a tag message of {@code size} bytes from host memory on this endpoint, as
+     * UCX describes it ({@link #describe()}): for example {@code [sysv]} for small messages between two
+     * processes of one host, {@code [cma]} for their rendezvous, {@code [tcp]} where shared memory is left
+     * out. For rendezvous, UCX 1.16 and later give their own estimate (the receiver takes part in the choice).
+     *
+     * <p>Threading: any thread; runs on the worker's progress thread and waits for it.
+     *
+     * @param size the message size in bytes, at least 0
+     * @return transport names in UCX's order, without duplicates; empty when UCX's description does not say
+     * @throws IllegalStateException when the endpoint is closed or failed
+     */
+    public java.util.List<String> tagTransports(long size) {
+        if (size < 0) {
+            throw new IllegalArgumentException("negative size " + size);
+        }
+        return EndpointDescription.tagTransports(describe(), size);
     }
 
     /**

@@ -121,6 +121,17 @@ final class CommPeer implements AutoCloseable {
         });
     }
 
+    /**
+     * The transports beneath the comm that carry messages of frames of {@code frameSize} bytes
+     * ({@link Comm#carriedBy}).
+     *
+     * @param frameSize the frame size
+     * @return transport names; empty when the comm cannot say
+     */
+    List<String> carriedBy(long frameSize) {
+        return comm.carriedBy(frameSize);
+    }
+
     @Override
     public void close() {
         try {

@@ -66,6 +66,7 @@ final class DemoCommand implements Callable<Integer> {
                 + ", " + runs + " runs (" + (quick ? "about 10 s" : "about 1-2 minutes")
                 + "); starting the servers ...");
         List<CommBenchResult> results = new ArrayList<>();
+        Map<Long, List<String>> carriers = new java.util.HashMap<>();
         Map<CommKind, CommPeer> peers = startPeers(options);
         try (ProgressBar bar = ProgressBar.start(runs, "ucx4j demo", !output.noProgressBar)) {
             // The JIT first (BenchSettings.DEFAULT_WARMUP_SECONDS): small round trips and 1 MiB streaming,
@@ -99,10 +100,14 @@ final class DemoCommand implements Callable<Integer> {
                     }
                 }
             }
+            // After the runs: the endpoint's lanes are settled (wired up) by then.
+            for (long size : plan.sizes()) {
+                carriers.put(size, peers.get(CommKind.UCX).carriedBy(size));
+            }
         } finally {
             closeAll(peers.values());
         }
-        DemoReport report = new DemoReport(machine, plan.sizes(), results);
+        DemoReport report = new DemoReport(machine, plan.sizes(), results, carriers);
         report.writeHtml(html);
         if (output.json) {
             System.out.println(Json.write(report.toMap()));

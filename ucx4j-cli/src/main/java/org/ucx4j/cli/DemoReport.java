@@ -23,8 +23,17 @@ import org.ucx4j.UcxKeys;
  * @param machine the facts about this machine and software ({@link #machineFacts})
  * @param sizes the frame sizes run, ascending
  * @param results every run's result, both transports, both modes
+ * @param ucxCarriers per frame size, the UCX transports that carried {@code ucx://}'s messages of that size
+ *     ({@link org.ucx4j.comm.Comm#carriedBy}); a size missing or empty: UCX did not say
  */
-record DemoReport(Map<String, Object> machine, List<Long> sizes, List<CommBenchResult> results) {
+record DemoReport(
+        Map<String, Object> machine,
+        List<Long> sizes,
+        List<CommBenchResult> results,
+        Map<Long, List<String>> ucxCarriers) {
+    /** What the transports column says where UCX does not say. */
+    static final String NOT_SAID = "UCX does not say";
+
     /** The transports compared, in column order. */
     static final List<CommKind> KINDS = List.of(CommKind.UCX, CommKind.TCP);
 
@@ -59,17 +68,32 @@ record DemoReport(Map<String, Object> machine, List<Long> sizes, List<CommBenchR
         return r == null ? Double.NaN : r.latency().oneWayMicros(50);
     }
 
+    /** The transports column of a size: UCX's transport names, or {@link #NOT_SAID}. */
+    String carriers(long size) {
+        List<String> names = ucxCarriers.getOrDefault(size, List.of());
+        return names.isEmpty() ? NOT_SAID : String.join(", ", names);
+    }
+
     // ------------------------------------------------------------------ terminal
 
     /** Prints the table, the units and where the page is. */
     void printTable(PrintStream out, Path html) {
         out.println("ucx4j demo: ucx:// against tcp:// over loopback, client and server in two JVMs");
         out.println(facts("; "));
-        String format = "| %10s | %10s | %10s | %7s | %13s | %13s | %7s |%n";
-        String rule = "+------------+------------+------------+---------+---------------+---------------+---------+";
+        String format = "| %10s | %10s | %10s | %7s | %13s | %13s | %7s | %-16s |%n";
+        String rule = "+------------+------------+------------+---------+---------------+---------------+---------+"
+                + "------------------+";
         out.println(rule);
         out.printf(
-                format, "frame size", "ucx MB/s", "tcp MB/s", "ucx/tcp", "ucx round-t/s", "tcp round-t/s", "ucx/tcp");
+                format,
+                "frame size",
+                "ucx MB/s",
+                "tcp MB/s",
+                "ucx/tcp",
+                "ucx round-t/s",
+                "tcp round-t/s",
+                "ucx/tcp",
+                "ucx:// via (UCX)");
         out.println(rule);
         for (long size : sizes) {
             double ub = bandwidth(CommKind.UCX, size);
@@ -77,11 +101,21 @@ record DemoReport(Map<String, Object> machine, List<Long> sizes, List<CommBenchR
             double ur = roundTrips(CommKind.UCX, size);
             double tr = roundTrips(CommKind.TCP, size);
             out.printf(
-                    format, sizeLabel(size), fixed(ub), fixed(tb), ratio(ub, tb), fixed(ur), fixed(tr), ratio(ur, tr));
+                    format,
+                    sizeLabel(size),
+                    fixed(ub),
+                    fixed(tb),
+                    ratio(ub, tb),
+                    fixed(ur),
+                    fixed(tr),
+                    ratio(ur, tr),
+                    carriers(size));
         }
         out.println(rule);
         out.println("MB/s: payload MiB per second, one frame per message, " + DemoPlan.WINDOW + " writes in flight; "
                 + "round-t/s: round trips per second of one message and its echo; ucx/tcp > 1: ucx:// is faster");
+        out.println("ucx:// via: the UCX transports that carry a tag message of the frame's size on the client's "
+                + "endpoint (UCX's ucp_ep_print_info; tcp:// is a kernel socket)");
         if (html != null) {
             out.println("chart: " + html.toAbsolutePath());
         }
@@ -120,6 +154,11 @@ record DemoReport(Map<String, Object> machine, List<Long> sizes, List<CommBenchR
         m.put("machine", machine);
         m.put("sizes", sizes);
         m.put("results", results.stream().map(CommBenchResult::toMap).toList());
+        Map<String, Object> carried = new LinkedHashMap<>();
+        for (long size : sizes) {
+            carried.put(String.valueOf(size), ucxCarriers.getOrDefault(size, List.of()));
+        }
+        m.put("ucx_transports_by_frame_size", carried);
         return m;
     }
 
@@ -164,7 +203,7 @@ record DemoReport(Map<String, Object> machine, List<Long> sizes, List<CommBenchR
                 .append("</figure>\n");
         h.append("<h2>Results</h2>\n<table>\n<tr><th>frame size</th><th>ucx MB/s</th><th>tcp MB/s</th><th>ucx/tcp</th>")
                 .append("<th>ucx round trips/s</th><th>tcp round trips/s</th><th>ucx/tcp</th>")
-                .append("<th>ucx latency p50 (us)</th><th>tcp latency p50 (us)</th></tr>\n");
+                .append("<th>ucx latency p50 (us)</th><th>tcp latency p50 (us)</th><th>ucx:// via (UCX)</th></tr>\n");
         for (long size : sizes) {
             double ub = bandwidth(CommKind.UCX, size);
             double tb = bandwidth(CommKind.TCP, size);
@@ -182,6 +221,7 @@ record DemoReport(Map<String, Object> machine, List<Long> sizes, List<CommBenchR
                     fixed(latencyP50(CommKind.TCP, size)))) {
                 h.append("<td class=\"n\">").append(cell).append("</td>");
             }
+            h.append("<td>").append(SvgChart.esc(carriers(size))).append("</td>");
             h.append("</tr>\n");
         }
         h.append("</table>\n");
@@ -203,6 +243,10 @@ record DemoReport(Map<String, Object> machine, List<Long> sizes, List<CommBenchR
                 .append(
                         "detect a dead peer, shared memory among them; <code>UCX4J__PEER_ERROR_HANDLING=false bin/ucx4j ")
                 .append("demo</code> lets it use them (docs/CONFIGURATION.md).</li>\n")
+                .append("<li>ucx:// via: the UCX transports that carry a tag message of the frame's size on the ")
+                .append("client's endpoint, as UCX describes the endpoint (<code>ucp_ep_print_info</code>): for ")
+                .append("rendezvous sizes UCX 1.16 and later give their own estimate, as the receiver takes part in ")
+                .append("the choice.</li>\n")
                 .append("<li>Reproduce: <code>bin/ucx4j demo</code>; one point: <code>bin/ucx4j bench --comm ucx ")
                 .append(
                         "--mode bandwidth --size 64Mi</code>, <code>bin/ucx4j bench --comm tcp --size 4Ki --json</code>.</li>\n")

@@ -160,8 +160,12 @@ class CommBenchUnitsTest {
         DemoReport report = new DemoReport(
                 Map.of("cores", 2, "ucx_version", "1.13.1", "peer_error_handling", true, "java", "25", "date", "today"),
                 sizes,
-                results);
+                results,
+                Map.of(1024L, List.of("sysv"), 1L << 20, List.of("cma")));
         assertEquals(2.0, report.bandwidth(CommKind.UCX, 1024) / report.bandwidth(CommKind.TCP, 1024), 1e-9);
+        assertEquals("sysv", report.carriers(1024));
+        assertEquals("cma", report.carriers(1L << 20));
+        assertEquals(DemoReport.NOT_SAID, report.carriers(4096), "a size UCX said nothing about");
         String html = report.html();
         assertEquals(2, html.split("<svg", -1).length - 1);
         assertTrue(html.contains("<td>1 KiB</td>") && html.contains("<td>1 MiB</td>"), html);
@@ -169,8 +173,13 @@ class CommBenchUnitsTest {
         assertTrue(html.contains("<td class=\"n\">2.00x</td>"), "the ucx/tcp bandwidth ratio");
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         report.printTable(new PrintStream(out, true, StandardCharsets.UTF_8), null);
-        assertTrue(
-                out.toString(StandardCharsets.UTF_8).contains("|      1 KiB |"), out.toString(StandardCharsets.UTF_8));
+        String table = out.toString(StandardCharsets.UTF_8);
+        assertTrue(table.contains("|      1 KiB |"), table);
+        assertTrue(table.contains("| sysv             |") && table.contains("| cma              |"), table);
+        assertTrue(html.contains("<td>sysv</td>") && html.contains("<td>cma</td>"), "the transports column");
+        @SuppressWarnings("unchecked")
+        Map<String, Object> carried = (Map<String, Object>) report.toMap().get("ucx_transports_by_frame_size");
+        assertEquals(List.of("sysv"), carried.get("1024"));
     }
 
     @Test

@@ -42,10 +42,18 @@ class DemoChildJvmTest {
                     .matcher(r.output());
             assertTrue(row.find(), "no row for " + size + ": " + r.all());
             String[] cells = row.group(1).split("\\|");
-            assertEquals(6, cells.length, row.group());
+            assertEquals(7, cells.length, row.group());
             for (int i = 0; i < 6; i++) {
                 double v = Double.parseDouble(cells[i].trim().replace(",", "").replace("x", ""));
                 assertTrue(v > 0, "cell " + i + " of " + row.group());
+            }
+            // ucx:// via: UCX's transports for that size, each one the context uses (UCX 1.13 and 1.22 both say).
+            String via = cells[6].trim();
+            assertTrue(via.matches("[a-z0-9_]+(, [a-z0-9_]+)*"), "transports of " + size + ": " + row.group());
+            Matcher used = Pattern.compile("UCX transports ([^;]*);").matcher(r.output());
+            assertTrue(used.find(), r.output());
+            for (String tl : via.split(", ")) {
+                assertTrue(List.of(used.group(1).split(", ")).contains(tl), tl + " not among " + used.group(1));
             }
         }
         assertTrue(r.stderr().contains("ucx://") && r.stderr().contains("tcp://"), "no progress lines: " + r.all());

@@ -2,6 +2,7 @@ package org.ucx4j.comm;
 
 import java.net.URI;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -126,4 +127,20 @@ public interface Comm extends AutoCloseable {
      * @return the identity string
      */
     String peerIdentity();
+
+    /**
+     * The transports beneath this comm that carry a message whose frames are {@code frameSize} bytes, as the
+     * layer below knows them: for {@code ucx://}, UCX's transports for a tag message of that size from host
+     * memory ({@code [sysv]}, {@code [cma]}, {@code [tcp]}, ...; see {@code UcxEndpoint.tagTransports}). Meant
+     * for reports ({@code ucx4j demo}), not for decisions.
+     *
+     * <p>Threading: any thread. The default, for transports with nothing beneath to name ({@code tcp://} is a
+     * socket, {@code inproc://} memory), says nothing.
+     *
+     * @param frameSize the size of the message's frames in bytes
+     * @return transport names; empty when the comm cannot say (also when it is closed)
+     */
+    default List<String> carriedBy(long frameSize) {
+        return List.of();
+    }
 }

@@ -95,6 +95,8 @@ public final class Ucp {
     public static final MethodHandle conn_request_query = fn("ucp_conn_request_query", status(ADDRESS, ADDRESS));
 
     // Endpoint.
+    public static final MethodHandle ep_print_info =
+            fn("ucp_ep_print_info", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
     public static final MethodHandle ep_create = fn("ucp_ep_create", status(ADDRESS, ADDRESS, ADDRESS));
     public static final MethodHandle ep_close_nbx = fn("ucp_ep_close_nbx", statusPtr(ADDRESS, ADDRESS));
     public static final MethodHandle ep_flush_nbx = fn("ucp_ep_flush_nbx", statusPtr(ADDRESS, ADDRESS));

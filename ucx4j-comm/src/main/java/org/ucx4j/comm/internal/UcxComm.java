@@ -113,6 +113,19 @@ final class UcxComm extends AbstractComm {
         failed(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " lost: " + why));
     }
 
+    /** UCX's transports for a tag message of {@code frameSize} bytes on this comm's endpoint. */
+    @Override
+    public List<String> carriedBy(long frameSize) {
+        if (isClosed() || frameSize < 0) {
+            return List.of();
+        }
+        try {
+            return endpoint.tagTransports(frameSize);
+        } catch (RuntimeException e) {
+            return List.of(); // closed meanwhile: nothing to say
+        }
+    }
+
     /** The endpoint's error handler: the peer died or the connection broke. */
     void onEndpointError(UcxException e) {
         failed(new CommClosedException(
