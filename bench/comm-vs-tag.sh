@@ -8,6 +8,11 @@
 #
 # Units: bandwidth MB/s (MB = 2^20 bytes); round trips per second (1 KiB message and its echo).
 #
+# Environment: ROUNDS=2, SIZES="1Mi 16Mi 64Mi", LAT_ITERS=30000 (1 KiB round trips), PEH="true false"
+# (the peer error handling settings, tcp:// runs with the first), BW_ITERS (bandwidth messages per run;
+# default the bench's own, about 4 GiB worth), WARMUP_TIME (ucx4j --warmup-time; default its own),
+# JSON_FILE (also write every run's figure there, as JSON: bench/quiet-host.sh reads it).
+#
 #   bench/comm-vs-tag.sh              # ~4 minutes on a 2-core VM
 #   ROUNDS=3 SIZES="1Mi 64Mi" LAT_ITERS=10000 bench/comm-vs-tag.sh
 set -euo pipefail
@@ -18,6 +23,14 @@ ROUNDS=${ROUNDS:-2}
 # rate swings up to 3x between 100 ms slices (docs/BENCHMARKS.md, session 4).
 LAT_ITERS=${LAT_ITERS:-30000}
 read -r -a SIZES <<<"${SIZES:-1Mi 16Mi 64Mi}"
+read -r -a PEHS <<<"${PEH:-true false}"
+for peh in "${PEHS[@]}"; do
+    [ "$peh" = true ] || [ "$peh" = false ] || { echo "PEH: true or false, not '$peh'" >&2; exit 2; }
+done
+BENCH_ARGS=()
+[ -z "${WARMUP_TIME:-}" ] || BENCH_ARGS+=(--warmup-time "$WARMUP_TIME")
+BW_ARGS=()
+[ -z "${BW_ITERS:-}" ] || BW_ARGS+=(--iters "$BW_ITERS")
 UCX4J="$ROOT/bin/ucx4j"
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
@@ -30,7 +43,8 @@ run() {
     local name=$1 peh=$2
     shift 2
     local json
-    if ! json=$(UCX4J__PEER_ERROR_HANDLING=$peh "$UCX4J" bench "$@" --no-progress-bar --json 2>"$OUT/last.err"); then
+    if ! json=$(UCX4J__PEER_ERROR_HANDLING=$peh "$UCX4J" bench "$@" "${BENCH_ARGS[@]}" --no-progress-bar --json \
+            2>"$OUT/last.err"); then
         echo "failed: ucx4j bench $* (peer-error-handling $peh):" >&2
         cat "$OUT/last.err" >&2
         exit 1
@@ -40,33 +54,41 @@ run() {
 }
 
 for r in $(seq 1 "$ROUNDS"); do
-    for peh in true false; do
+    for peh in "${PEHS[@]}"; do
         for s in "${SIZES[@]}"; do
             echo "round $r/$ROUNDS, peer-error-handling $peh, $s" >&2
-            run "tag-$peh-$s" $peh --op tag --mode bandwidth --size "$s" --window 16
-            run "ucx-$peh-$s" $peh --comm ucx --mode bandwidth --size "$s" --window 16
-            [ $peh = true ] && run "tcp-$s" true --comm tcp --mode bandwidth --size "$s" --window 16
+            run "tag-$peh-$s" $peh --op tag --mode bandwidth --size "$s" --window 16 "${BW_ARGS[@]}"
+            run "ucx-$peh-$s" $peh --comm ucx --mode bandwidth --size "$s" --window 16 "${BW_ARGS[@]}"
+            [ $peh = "${PEHS[0]}" ] && run "tcp-$s" $peh --comm tcp --mode bandwidth --size "$s" --window 16 "${BW_ARGS[@]}"
         done
         echo "round $r/$ROUNDS, peer-error-handling $peh, 1 KiB round trips" >&2
         run "tag-$peh-rt" $peh --op tag --mode latency --size 1Ki --iters "$LAT_ITERS"
         run "ucx-$peh-rt" $peh --comm ucx --mode latency --size 1Ki --iters "$LAT_ITERS"
-        [ $peh = true ] && run "tcp-rt" true --comm tcp --mode latency --size 1Ki --iters "$LAT_ITERS"
+        [ $peh = "${PEHS[0]}" ] && run "tcp-rt" $peh --comm tcp --mode latency --size 1Ki --iters "$LAT_ITERS"
     done
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-python3 - "$OUT" "$ROUNDS" "${SIZES[@]}" <<'EOF'
-import os, statistics, sys
-out, rounds, sizes = sys.argv[1], sys.argv[2], sys.argv[3:]
-def med(name):
+PEH="${PEHS[*]}" python3 - "$OUT" "$ROUNDS" "${JSON_FILE:-}" "${SIZES[@]}" <<'EOF'
+import json, os, statistics, sys
+out, rounds, json_file, sizes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+pehs = os.environ["PEH"].split()
+def values(name):
     with open(os.path.join(out, name)) as f:
-        return statistics.median(float(x) for x in f.read().split())
+        return [float(x) for x in f.read().split()]
+def med(name):
+    return statistics.median(values(name))
+if json_file:
+    # Every run's figure, in run order: bandwidth MB/s (MB = 2^20 B) or 1 KiB round trips per second.
+    runs = {n: values(n) for n in sorted(os.listdir(out)) if n != "last.err"}
+    with open(json_file, "w") as f:
+        json.dump({"rounds": int(rounds), "sizes": sizes, "peer_error_handling": pehs, "window": 16, "runs": runs}, f, indent=1)
 rows = [(f"bandwidth {s}, MB/s", s) for s in sizes] + [("1 KiB round trips/s", "rt")]
 print("| row | peer error handling | core tag | ucx:// | tcp:// | ucx:// / tag | ucx:// / tcp:// |")
 print("|---|---|---|---|---|---|---|")
 for label, key in rows:
     tcp = med(f"tcp-{key}")
-    for peh in ("true", "false"):
+    for peh in pehs:
         tag, ucx = med(f"tag-{peh}-{key}"), med(f"ucx-{peh}-{key}")
         print(f"| {label} | {'on (tcp)' if peh == 'true' else 'off (shm)'} | {tag:,.0f} | {ucx:,.0f} | {tcp:,.0f} "
               f"| {ucx / tag:.2f} | {ucx / tcp:.2f} |")

@@ -6,6 +6,7 @@
 #   tag_bw_64Mi   tag_bw -s 64Mi        --op tag --mode bandwidth --size 64Mi
 #   tag_bw_1Mi    tag_bw -s 1Mi         --op tag --mode bandwidth --size 1Mi
 #   tag_lat_8     tag_lat -s 8          --op tag --mode latency --size 8
+#   tag_rate_8    tag_bw -s 8 (msg/s)   --op tag --mode rate --size 8       (only when ONLY names it)
 #   am_bw_64Mi    ucp_am_bw -s 64Mi     --op am --mode bandwidth --size 64Mi
 #   put_bw_64Mi   ucp_put_bw -s 64Mi    --op put --mode bandwidth --size 64Mi
 #   get_bw_64Mi   ucp_get -s 64Mi       --op get --mode bandwidth --size 64Mi
@@ -32,6 +33,7 @@
 # Environment (defaults for MEMORY=cuda; MEMORY=host: 10, 200, 2000, 10, 10, 0.5):
 #   MEMORY=cuda|host  ROUNDS=3  SERVER_GPU=0  CLIENT_GPU=0  PEH="on off"  ONLY="row ids"
 #   BW_ITERS=10000 (64 MiB)  MID_ITERS=10000 (1 MiB)  LAT_ITERS=1000 (8 B)  COMM_ITERS=10000 (comm_ucx)
+#   RATE_ITERS=1000000 (tag_rate_8)
 #   COMM_TCP_ITERS=50  WARMUP_TIME=1 (ucx4j --warmup-time)  WINDOW (ucx4j --window; default its own)
 #   DEADLINE (seconds: start no run after it, nor a round that would end after it)
 #   BENCH_RUN_TIMEOUT=90 (seconds per run)  UCX4J (the command, default bin/ucx4j)
@@ -53,6 +55,7 @@ UCX4J=${UCX4J:-$ROOT/bin/ucx4j}
 if [ "$MEMORY" = host ]; then
     BW_ITERS=${BW_ITERS:-10} MID_ITERS=${MID_ITERS:-200} LAT_ITERS=${LAT_ITERS:-2000}
     COMM_ITERS=${COMM_ITERS:-10} COMM_TCP_ITERS=${COMM_TCP_ITERS:-10} WARMUP_TIME=${WARMUP_TIME:-0.5}
+    RATE_ITERS=${RATE_ITERS:-1000000}
     CUDA_UCX_ENV=${CUDA_UCX_ENV:-}
 else
     # 64 MiB at ~1.3 TB/s: 10,000 messages are a 0.5 s window. With 1,000 (50 ms) one stall of the JVM
@@ -60,6 +63,7 @@ else
     # run of the same jars while ucx_perftest's stayed within 1% (docs/BENCHMARKS.md, session 6).
     BW_ITERS=${BW_ITERS:-10000} MID_ITERS=${MID_ITERS:-10000} LAT_ITERS=${LAT_ITERS:-1000}
     COMM_ITERS=${COMM_ITERS:-10000} COMM_TCP_ITERS=${COMM_TCP_ITERS:-50} WARMUP_TIME=${WARMUP_TIME:-1}
+    RATE_ITERS=${RATE_ITERS:-1000000}
     # ucx4j's CUDA defaults (two of UCXX's three: not MEMTYPE_CACHE=n, docs/GPU.md): here for both tools.
     CUDA_UCX_ENV=${CUDA_UCX_ENV-UCX_RNDV_THRESH=8192 UCX_RNDV_FRAG_MEM_TYPE=cuda}
 fi
@@ -78,6 +82,7 @@ ROWS=(
     "tag_bw_64Mi tag_bw tag bandwidth $MIB64 $BW_ITERS"
     "tag_bw_1Mi tag_bw tag bandwidth 1048576 $MID_ITERS"
     "tag_lat_8 tag_lat tag latency 8 $LAT_ITERS"
+    "tag_rate_8 tag_bw tag rate 8 $RATE_ITERS"
     "am_bw_64Mi ucp_am_bw am bandwidth $MIB64 $BW_ITERS"
     "put_bw_64Mi ucp_put_bw put bandwidth $MIB64 $BW_ITERS"
     "get_bw_64Mi ucp_get get bandwidth $MIB64 $BW_ITERS"
@@ -90,6 +95,9 @@ if [ -n "${ONLY:-}" ]; then
     mapfile -t ROWS < <(keep "${ROWS[@]}")
     mapfile -t COMM_ROWS < <(keep "${COMM_ROWS[@]}")
     [ $((${#ROWS[@]} + ${#COMM_ROWS[@]})) -gt 0 ] || { echo "ONLY=$ONLY names no row (rows: $ALL_IDS)" >&2; exit 2; }
+else
+    # 8-byte message rate: a host-memory figure (bench/quiet-host.sh), run only when named.
+    mapfile -t ROWS < <(printf '%s\n' "${ROWS[@]}" | grep -v '^tag_rate_8 ')
 fi
 
 command -v "${UCX_PERFTEST:-ucx_perftest}" >/dev/null || { echo "ucx_perftest not found (it comes with the libucx-cu13 wheel: bin/gpu-run puts it on PATH)" >&2; exit 1; }
@@ -142,6 +150,9 @@ perftest() { # perftest ROUND PEH ROW TEST SIZE ITERS
     if [ "$test" = tag_lat ]; then
         printf '%s\t%s\t%s\tucx_perftest\tlat_p50\t%s\t%s\n' "$round" "$peh" "$row" "$p50" "$csv" >>"$RAW"
         printf '%s\t%s\t%s\tucx_perftest\tlat_avg\t%s\t%s\n' "$round" "$peh" "$row" "$overall" "$csv" >>"$RAW"
+    elif [ "$row" = tag_rate_8 ]; then
+        IFS=, read -r _ _ _ _ _ _ _ mr <<<"$csv"
+        printf '%s\t%s\t%s\tucx_perftest\trate\t%s\t%s\n' "$round" "$peh" "$row" "$mr" "$csv" >>"$RAW"
     else
         printf '%s\t%s\t%s\tucx_perftest\tbw\t%s\t%s\n' "$round" "$peh" "$row" "$bw" "$csv" >>"$RAW"
     fi
@@ -163,6 +174,8 @@ out = lambda metric, value: print("\t".join([round_, peh, row, "ucx4j", metric, 
 if d["mode"] == "latency":
     out("lat_p50", d["latency_us_p50"])
     out("lat_avg", d["latency_us_avg"])
+elif d["mode"] == "rate":
+    out("rate", d["msg_rate"])
 else:
     out("bw", d["bandwidth_mbps"])
 PY
@@ -273,7 +286,7 @@ B_UCX_VERSION=$(ucx_info -v 2>/dev/null | sed -n 's/^# Library version: //p; s/^
 B_UCX4J_VERSION=$("$UCX4J" --version 2>/dev/null | head -n 1)
 B_DATE=$(date -u '+%Y-%m-%dT%H:%M:%SZ') B_ELAPSED=$(elapsed) B_DONE=$done_rounds B_STOPPED=$stopped
 B_LOAD_START=$load_start B_LOAD_END=$load_end
-export MEMORY SERVER_GPU CLIENT_GPU UCX_ENV_USED ROUNDS BW_ITERS MID_ITERS LAT_ITERS COMM_ITERS COMM_TCP_ITERS WARMUP_TIME
+export MEMORY SERVER_GPU CLIENT_GPU UCX_ENV_USED ROUNDS BW_ITERS MID_ITERS LAT_ITERS RATE_ITERS COMM_ITERS COMM_TCP_ITERS WARMUP_TIME
 export B_EXTRA_ARGS="${EXTRA_ARGS[*]}" B_PEH="${PEH_LIST[*]}"
 python3 - "$RAW" "$JSON_FILE" "${TABLE_FILE:-}" <<'PY'
 import json, os, statistics, sys
@@ -287,6 +300,7 @@ meta = {
     "rounds_planned": int(e["ROUNDS"]), "rounds_done": int(e["B_DONE"]), "stopped": e["B_STOPPED"],
     "seconds": int(e["B_ELAPSED"]), "load_start": e["B_LOAD_START"], "load_end": e["B_LOAD_END"],
     "iterations": {"bw_64Mi": int(e["BW_ITERS"]), "tag_bw_1Mi": int(e["MID_ITERS"]), "tag_lat_8": int(e["LAT_ITERS"]),
+                   "tag_rate_8": int(e["RATE_ITERS"]),
                    "comm_ucx": int(e["COMM_ITERS"]), "comm_tcp": int(e["COMM_TCP_ITERS"])},
     "warmup_time": e["WARMUP_TIME"], "ucx4j_extra_args": e["B_EXTRA_ARGS"],
 }
@@ -313,6 +327,7 @@ labels = {
     "tag_bw_1Mi": ("tag_bw", "1 MiB", "bw", "tag bandwidth, MB/s"),
     "tag_lat_8": ("tag_lat", "8 B", "lat_p50", "tag latency p50, usec"),
     "tag_lat_8 avg": ("tag_lat", "8 B", "lat_avg", "tag latency avg, usec"),
+    "tag_rate_8": ("tag_bw", "8 B", "rate", "tag message rate, msg/s"),
     "am_bw_64Mi": ("ucp_am_bw", "64 MiB", "bw", "am bandwidth, MB/s"),
     "put_bw_64Mi": ("ucp_put_bw", "64 MiB", "bw", "put bandwidth, MB/s"),
     "get_bw_64Mi": ("ucp_get", "64 MiB", "bw", "get bandwidth, MB/s"),
