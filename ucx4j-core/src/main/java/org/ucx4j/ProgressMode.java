@@ -10,9 +10,11 @@ import java.util.Locale;
 public enum ProgressMode {
     /**
      * The default: a worker-owned platform thread progresses, spins briefly, then arms the worker and
-     * sleeps on its event file descriptor until the network or a submitting thread wakes it. While an
-     * operation of 64 KiB or more is in flight it polls for up to a millisecond after its last progress
-     * before it sleeps (GPU copies complete without a prompt event). Idle workers use no CPU.
+     * sleeps on its event file descriptor until the network or a submitting thread wakes it. While a send,
+     * an RMA operation or a GPU-memory receive of 64 KiB or more is in flight it polls for up to a
+     * millisecond after its last progress before it sleeps (UCX reports GPU copies through the event fd,
+     * but late: tens of microseconds per step); a zero {@link WorkerOptions#spin() spin} turns that off.
+     * Idle workers use no CPU.
      */
     THREAD_BLOCKING("thread-blocking"),
     /** A worker-owned platform thread progresses in a busy loop: the lowest latency, one core busy. */

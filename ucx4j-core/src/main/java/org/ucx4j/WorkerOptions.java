@@ -15,7 +15,8 @@ import java.util.Objects;
  * @param spin how long a {@link ProgressMode#THREAD_BLOCKING} thread keeps polling after activity before it
  *     sleeps, at least (short spins save a wake-up on ping-pong traffic and cost nothing when idle); the
  *     worker lengthens it up to 16 times while spins keep catching replies and shortens it back when
- *     they run out (zero turns spinning off)
+ *     they run out (zero turns spinning off, and with it the polling a thread-blocking worker does while
+ *     a bulk operation is in flight: see {@link ProgressMode#THREAD_BLOCKING})
  * @param name the progress thread's name
  * @param peerErrorHandling whether endpoints detect a failed peer ({@code UCP_ERR_HANDLING_MODE_PEER}, the
  *     default): then a dead peer fails every pending operation. UCX (1.13 and 1.22 alike) only uses
@@ -141,7 +142,8 @@ public record WorkerOptions(
 
         /**
          * Sets how long a blocking-mode thread spins before sleeping, at least (the worker adapts it up
-         * to 16 times this while spins catch replies; zero: no spin).
+         * to 16 times this while spins catch replies; zero: no spin, and no polling while bulk operations are in
+         * flight either).
          *
          * @param duration zero or more
          * @return this builder

@@ -97,6 +97,18 @@ public final class Structs {
             JAVA_INT.withName("local_sockaddr.addrlen"),
             paddingLayout(4));
 
+    /**
+     * {@code ucp_request_attr_t} ({@code ucp_request_query}); {@code status} is a packed enum (one byte),
+     * {@code mem_type} a plain one.
+     */
+    public static final StructLayout UCP_REQUEST_ATTR = MemoryLayout.structLayout(
+            JAVA_LONG.withName("field_mask"),
+            ADDRESS.withName("debug_string"),
+            JAVA_LONG.withName("debug_string_size"),
+            JAVA_BYTE.withName("status"),
+            paddingLayout(3),
+            JAVA_INT.withName("mem_type"));
+
     /** {@code ucp_listener_params_t}. */
     public static final StructLayout UCP_LISTENER_PARAMS = MemoryLayout.structLayout(
             JAVA_LONG.withName("field_mask"),
@@ -191,6 +203,7 @@ public final class Structs {
         // RMA.
         all.put("ucp_mem_map_params_t", UCP_MEM_MAP_PARAMS);
         all.put("ucp_mem_attr_t", UCP_MEM_ATTR);
+        all.put("ucp_request_attr_t", UCP_REQUEST_ATTR);
         return all;
     }
 

@@ -52,8 +52,9 @@ public final class Ucp {
      * A {@code ucs_status_ptr_t} returned as the 64-bit word it is (NULL, a status, or a request), for the
      * calls made once per message: an {@code ADDRESS} return makes the linker allocate a
      * {@code MemorySegment} on every call only to have its address read. A pointer and a {@code long}
-     * travel in the same register on the 64-bit platforms UCX and ucx4j support (x86-64, aarch64). The
-     * same calls take their data buffer as a word too (no segment per message for it either).
+     * travel in the same register on the 64-bit platforms UCX and ucx4j support (x86-64, aarch64). Most
+     * of these calls take their data buffer as a word too (no segment per message for it);
+     * {@code ucp_am_send_nbx} still takes it as an {@code ADDRESS}.
      */
     private static FunctionDescriptor statusWord(java.lang.foreign.MemoryLayout... args) {
         return FunctionDescriptor.of(JAVA_LONG, args);
@@ -131,6 +132,9 @@ public final class Ucp {
     // The request as a 64-bit word (see statusWord): ucx4j keeps requests as numbers.
     public static final MethodHandle request_cancel =
             fn("ucp_request_cancel", FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG));
+    /** {@code ucp_request_query(request, attr)}; asked once per large receive that UCX did not finish at once. */
+    public static final MethodHandle request_query = fn("ucp_request_query", status(JAVA_LONG, ADDRESS));
+
     public static final MethodHandle request_free = tiny("ucp_request_free", FunctionDescriptor.ofVoid(JAVA_LONG));
 
     // RMA: memory regions, remote keys, put/get, fence (all in UCX 1.13; *_nbx since 1.9).

@@ -148,11 +148,24 @@ public final class Upcalls {
         LOG.warn("UCX callback {} for an unknown worker (user data 0x{}); ignored", what, Long.toHexString(word));
     }
 
+    /**
+     * A request callback for an unknown worker: nothing will ever free its request, so it is handed back
+     * to UCX here (the callback runs inside a UCX call on the worker that owns it).
+     */
+    private static void missRequest(String what, long word, long request) {
+        miss(what, word);
+        if (request != 0) {
+            NativeCalls.invoke(() -> {
+                Ucp.request_free.invokeExact(request);
+            });
+        }
+    }
+
     static void send(long request, byte status, long userData) {
         long word = userData;
         UpcallTarget t = target(word);
         if (t == null) {
-            miss("send", word);
+            missRequest("send", word, request);
             return;
         }
         try {
@@ -166,7 +179,7 @@ public final class Upcalls {
         long word = userData;
         UpcallTarget t = target(word);
         if (t == null) {
-            miss("tag receive", word);
+            missRequest("tag receive", word, request);
             return;
         }
         try {
@@ -186,7 +199,7 @@ public final class Upcalls {
         long word = userData;
         UpcallTarget t = target(word);
         if (t == null) {
-            miss("stream receive", word);
+            missRequest("stream receive", word, request);
             return;
         }
         try {

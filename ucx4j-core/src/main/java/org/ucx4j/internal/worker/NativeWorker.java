@@ -103,7 +103,7 @@ public final class NativeWorker {
         // dispatcher gets the table before anything can call back (nothing has been posted yet).
         this.upcalls = new UpcallDispatcher(events, options.name());
         this.id = Upcalls.register(upcalls);
-        this.operations = new OperationTable(handle, id, param);
+        this.operations = new OperationTable(handle, id, param, arena.allocate(Structs.UCP_REQUEST_ATTR));
         upcalls.attach(operations);
         engine.pollWhileBulk(operations::bulkInFlight);
         engine.start(options.name() + "-progress");
@@ -198,7 +198,16 @@ public final class NativeWorker {
             boolean lengthNow = op.kind.lengthOnImmediateCompletion() && r == 0;
             operations.started(op, r, lengthNow ? (Object) lengthOut.get(JAVA_LONG, 0) : null);
         } catch (Throwable t) {
-            if (!op.future.isDone()) {
+            if (op.future.isDone()) {
+                return;
+            }
+            if (op.request != 0) {
+                // UCX holds a live request and reads the buffers: cancel it; its callback completes the
+                // operation (and frees the staging) once UCX is done with them.
+                operations.abort(
+                        op,
+                        new UcxException(op.kind.call(), UcxStatus.CANCELED.code(), "failed after UCX accepted it", t));
+            } else {
                 operations.failUnsubmitted(op, t);
             }
         }

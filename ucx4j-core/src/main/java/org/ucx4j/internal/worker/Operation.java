@@ -23,6 +23,8 @@ public final class Operation implements Runnable {
 
     final long length;
     int id = -1;
+    /** Whether {@link OperationTable} counts it as bulk ({@link OperationTable#BULK_BYTES}). */
+    boolean bulk;
     /** UCX's request ({@code void *} as a word), or 0 while there is none. */
     long request;
     /** Set when the operation fails for an outside reason (endpoint failure, close) before UCX says so. */

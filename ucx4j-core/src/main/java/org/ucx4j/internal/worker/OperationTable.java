@@ -56,27 +56,43 @@ public final class OperationTable {
 
     /**
      * Bytes from which an operation counts as bulk: while one is in flight a thread-blocking progress
-     * thread polls a while before it sleeps ({@link ProgressEngine#BULK_SPIN_NANOS}).
+     * thread polls a while before it sleeps ({@link ProgressEngine#BULK_SPIN_NANOS}). Bulk are sends and
+     * RMA of this size, and receives of this size into memory that UCX reports as not host memory (GPU
+     * memory: with cuda_ipc the receiver drives the rendezvous copy, whose completion the event fd
+     * announces late). A host-memory receive does not count: it may wait for its message indefinitely,
+     * and polling on every unrelated event meanwhile would cost a core; the host transports that fill it
+     * announce their progress on the event fd.
      */
     public static final long BULK_BYTES = 64 * 1024;
 
+    private static final long RA_FIELD_MASK = Structs.offset(Structs.UCP_REQUEST_ATTR, "field_mask");
+    private static final long RA_MEM_TYPE = Structs.offset(Structs.UCP_REQUEST_ATTR, "mem_type");
+    /** {@code UCP_REQUEST_ATTR_FIELD_MEM_TYPE}. */
+    private static final long REQUEST_ATTR_FIELD_MEM_TYPE = 1L << 3;
+    /** {@code UCS_MEMORY_TYPE_HOST}. */
+    private static final int MEMORY_TYPE_HOST = 0;
+
     private final IdTable<Operation> ops = new IdTable<>(64);
-    /** In-flight operations of {@link #BULK_BYTES} or more. */
+    /** Scratch {@code ucp_request_attr_t} for {@link #countsAsBulk}. */
+    private final MemorySegment requestAttr;
+    /** In-flight operations counted as bulk ({@link Operation#bulk}). */
     private int bulk;
     /** Set while the worker is being destroyed: late callbacks must not free requests again. */
     private boolean destroying;
 
-    OperationTable(MemorySegment workerHandle, int workerId, MemorySegment param) {
+    OperationTable(MemorySegment workerHandle, int workerId, MemorySegment param, MemorySegment requestAttr) {
         this.workerHandle = workerHandle;
         this.workerId = workerId;
         this.param = param;
+        this.requestAttr = requestAttr;
     }
 
     /** Registers an operation and returns its user-data word. */
     long register(Operation op) {
         int slot = ops.add(op);
         op.id = slot;
-        if (op.length >= BULK_BYTES) {
+        if (op.length >= BULK_BYTES && !op.kind.awaitsPeer()) {
+            op.bulk = true;
             bulk++;
         }
         if (op.owner != null) {
@@ -124,12 +140,20 @@ public final class OperationTable {
      * made once per message return it so; see {@code Ucp.statusWord}).
      */
     void started(Operation op, long raw, Object immediateValue) {
+        if (op.future.isDone()) {
+            // UCX already called back inside the *_nbx call (NO_IMM_CMPL) and freed the request it returns.
+            return;
+        }
         if (raw == 0) {
             finish(op, UcxStatus.OK.code(), immediateValue);
         } else if (Long.compareUnsigned(raw, -100L) >= 0) {
             finish(op, (int) raw, null);
         } else {
             op.request = raw;
+            if (!op.bulk && op.length >= BULK_BYTES && countsAsBulk(raw)) {
+                op.bulk = true;
+                bulk++;
+            }
             if (op.cancelRequested || op.overrideFailure != null) {
                 cancelRequest(op);
             }
@@ -227,8 +251,19 @@ public final class OperationTable {
         }
     }
 
+    /**
+     * Whether a large receive's request counts as bulk: UCX reports its memory as not host memory (or
+     * cannot say; polling then is the safe side).
+     */
+    private boolean countsAsBulk(long request) {
+        requestAttr.set(JAVA_LONG, RA_FIELD_MASK, REQUEST_ATTR_FIELD_MEM_TYPE);
+        int status = NativeCalls.callInt(() -> (byte) Ucp.request_query.invokeExact(request, requestAttr));
+        return status != UcxStatus.OK.code() || requestAttr.get(JAVA_INT, RA_MEM_TYPE) != MEMORY_TYPE_HOST;
+    }
+
     private void release(Operation op) {
-        if (op.id >= 0 && ops.remove(op.id, op) && op.length >= BULK_BYTES) {
+        if (op.id >= 0 && ops.remove(op.id, op) && op.bulk) {
+            op.bulk = false;
             bulk--;
         }
         if (op.owner != null) {
@@ -236,7 +271,7 @@ public final class OperationTable {
         }
     }
 
-    /** Whether an operation of {@link #BULK_BYTES} or more is in flight. Lock holder. */
+    /** Whether a bulk operation ({@link #BULK_BYTES}) is in flight. Lock holder. */
     boolean bulkInFlight() {
         return bulk > 0;
     }

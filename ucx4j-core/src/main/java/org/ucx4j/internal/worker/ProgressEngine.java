@@ -59,13 +59,16 @@ public final class ProgressEngine {
     private static final int MAX_SLEEP_MS = 50;
     /**
      * How long a thread-blocking progress thread keeps polling after its last progress while a bulk
-     * operation ({@link OperationTable#BULK_BYTES} or more) is in flight, before it sleeps. Some
-     * transports finish such operations without a prompt fd event: UCX 1.22's cuda_ipc and cuda_copy wake
-     * a sleeping worker through a host function that {@code ucp_worker_arm} enqueues on each CUDA stream
-     * with copies in flight (a driver thread runs it after the copies, then writes the event fd), tens of
-     * microseconds late per wake-up, on every step of a rendezvous. A millisecond covers a 64 MiB copy
-     * between GPUs; polling stops that long after the last progress even if the operation never ends, so
-     * a worker that only waits (a large receive posted, nothing arriving) sleeps as before.
+     * operation ({@link OperationTable#BULK_BYTES}: a send or RMA of that size, or a receive of that size
+     * into GPU memory) is in flight, before it sleeps; not at all when the worker's spin is zero. Progress
+     * caught in this window does not count as a catch of the adaptive spin. Some transports finish such
+     * operations without a prompt fd event: UCX 1.22's cuda_ipc and cuda_copy wake a sleeping worker
+     * through a host function that {@code ucp_worker_arm} enqueues on each CUDA stream with copies in
+     * flight (a driver thread runs it after the copies, then writes the event fd), tens of microseconds
+     * late per wake-up, on every step of a rendezvous. A millisecond covers a 64 MiB copy between GPUs
+     * over NVLink; over PCIe one takes about 2.7 ms, so there the thread sleeps before such a copy ends and
+     * pays the late wake-up once per copy. Polling stops that long after the last progress even if the
+     * operation never ends, so a worker whose bulk send waits for its receiver sleeps as before.
      */
     static final long BULK_SPIN_NANOS = 1_000_000;
     /** How many times a progress round tries the lock before it waits for it ({@link #lockForRound}). */
@@ -82,6 +85,8 @@ public final class ProgressEngine {
     private final MemorySegment pollfd;
     /** Whether a bulk operation is in flight; asked with the lock held. Set before {@link #start}. */
     private BooleanSupplier bulkInFlight = () -> false;
+    /** Thread-blocking with a non-zero spin: the bulk window applies (a zero spin turns it off too). */
+    private final boolean bulkPolling;
 
     private volatile boolean armed;
     private volatile boolean running = true;
@@ -103,6 +108,7 @@ public final class ProgressEngine {
         this.mode = mode;
         this.timers = timers;
         this.spin = new AdaptiveSpin(spinNanos);
+        this.bulkPolling = mode == ProgressMode.THREAD_BLOCKING && spinNanos > 0;
         this.pollfd = arena.allocate(8, 8);
     }
 
@@ -275,9 +281,10 @@ public final class ProgressEngine {
     }
 
     /**
-     * Takes the lock for a progress round, spinning a while before it queues on the lock: submitters hold
-     * it for one UCX call, and a thread parked on a {@link ReentrantLock} costs the submitter an unpark (a
-     * system call) when it unlocks, and itself a wake-up, on every message while traffic flows.
+     * Takes the lock for a progress round, spinning a while before it queues on the lock: submitters
+     * usually hold it for one UCX call, and a thread parked on a {@link ReentrantLock} costs the submitter
+     * an unpark (a system call) when it unlocks, and itself a wake-up, on every message while traffic
+     * flows.
      */
     private void lockForRound() {
         for (int step = 1; !lock.tryLock(); step++) {
@@ -302,7 +309,10 @@ public final class ProgressEngine {
     private void loop() {
         Extensions.onProgressThreadStart();
         long idleSince = 0;
-        long lastProgress = 0;
+        // Whether this idle stretch has outlasted the spin budget (the spin missed; polling goes on only
+        // for the bulk window, whose catches are not the spin's).
+        boolean spinSpent = false;
+        long lastProgress = System.nanoTime() - BULK_SPIN_NANOS; // "never": the window is closed
         int steps = 0;
         while (running) {
             int n;
@@ -310,7 +320,7 @@ public final class ProgressEngine {
             lockForRound();
             try {
                 n = round();
-                bulk = n == 0 && mode == ProgressMode.THREAD_BLOCKING && bulkInFlight.getAsBoolean();
+                bulk = n == 0 && bulkPolling && bulkInFlight.getAsBoolean();
             } catch (Throwable t) {
                 LOG.error("ucx4j progress failed", t);
                 n = 0;
@@ -318,10 +328,11 @@ public final class ProgressEngine {
                 lock.unlock();
             }
             if (n > 0 || mode == ProgressMode.THREAD_POLLING) {
-                if (idleSince != 0) {
+                if (idleSince != 0 && !spinSpent) {
                     spin.caught();
                 }
                 idleSince = 0;
+                spinSpent = false;
                 if (n == 0) {
                     AdaptiveSpin.pause(++steps);
                 } else {
@@ -333,12 +344,20 @@ public final class ProgressEngine {
             if (idleSince == 0) {
                 idleSince = now;
             }
-            if (now - idleSince < spin.budgetNanos() || (bulk && now - lastProgress < BULK_SPIN_NANOS)) {
+            if (!spinSpent) {
+                if (now - idleSince < spin.budgetNanos()) {
+                    AdaptiveSpin.pause(++steps);
+                    continue;
+                }
+                spinSpent = true;
+                spin.missed();
+            }
+            if (bulk && now - lastProgress < BULK_SPIN_NANOS) {
                 AdaptiveSpin.pause(++steps);
                 continue;
             }
             idleSince = 0;
-            spin.missed();
+            spinSpent = false;
             sleepUntilEvent();
         }
     }
