@@ -55,7 +55,7 @@ class CommLeakTest {
             // user) have ended their threads.
             await(a + ": the warm-up's ucx4j threads end")
                     .atMost(Duration.ofSeconds(40))
-                    .until(() -> ucx4jThreads().isEmpty());
+                    .until(CommLeakTest::ucx4jThreads, List::isEmpty); // a timeout names the threads left
             int fds = fds();
             int threads = Thread.activeCount();
             cycles(a, a.startsWith("ucx") ? 100 : 300);
