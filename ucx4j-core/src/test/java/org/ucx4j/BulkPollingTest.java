@@ -12,11 +12,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.ucx4j.testing.Loopback;
@@ -159,19 +162,47 @@ class BulkPollingTest {
         assertTrue(failed, "the canceled receive fails");
     }
 
-    /** The /proc folder of this process's thread named {@code comm}. */
+    /**
+     * The /proc folder of this process's thread named {@code comm}. A started thread sets its native name
+     * itself, a moment after {@code Thread.start} returns, so this waits (with a deadline) for the name.
+     */
     private static Path progressTask(String comm) {
+        AtomicReference<Path> found = new AtomicReference<>();
+        try {
+            await().atMost(Duration.ofSeconds(10))
+                    .pollInterval(Duration.ofMillis(5))
+                    .until(() -> {
+                        found.set(threadNamed(comm).orElse(null));
+                        return found.get() != null;
+                    });
+        } catch (ConditionTimeoutException e) {
+            throw new AssertionError("no thread named " + comm + " in /proc/self/task after 10 s: " + threadNames(), e);
+        }
+        return found.get();
+    }
+
+    private static Optional<Path> threadNamed(String comm) {
+        return tasks().stream().filter(t -> comm.equals(commOf(t))).findFirst();
+    }
+
+    private static List<String> threadNames() {
+        return tasks().stream().map(BulkPollingTest::commOf).toList();
+    }
+
+    private static List<Path> tasks() {
         try (Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {
-            List<Path> all = tasks.toList();
-            return all.stream()
-                    .filter(t -> comm.equals(read(t.resolve("comm")).strip()))
-                    .findFirst()
-                    .orElseThrow(() -> new AssertionError("no thread named " + comm + " in /proc/self/task: "
-                            + all.stream()
-                                    .map(t -> read(t.resolve("comm")).strip())
-                                    .toList()));
+            return tasks.toList();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    /** A thread's name, or "" when it ended while being listed. */
+    private static String commOf(Path task) {
+        try {
+            return Files.readString(task.resolve("comm")).strip();
+        } catch (IOException e) {
+            return "";
         }
     }
 
