@@ -51,6 +51,19 @@ public final class UcxKeys {
     public static final ConfigKey<Boolean> PEER_ERROR_HANDLING =
             ConfigKey.flag("peer-error-handling", true, "endpoints detect a dead peer");
 
+    /**
+     * How long a thread-blocking progress thread keeps polling after activity before it sleeps
+     * ({@link WorkerOptions#spin()}, default 50 µs); {@code 0} turns the spin off, and with it the polling
+     * while bulk operations are in flight: the choice where every core is busy with other work (a Spark
+     * executor's tasks), since a polling thread takes CPU from them.
+     */
+    public static final ConfigKey<Duration> PROGRESS_SPIN = ConfigKey.duration(
+            "progress-spin",
+            WorkerOptions.DEFAULT_SPIN,
+            Duration.ZERO,
+            Duration.ofSeconds(1),
+            "how long a thread-blocking progress thread polls after activity before it sleeps (0: never)");
+
     /** The core's keys, in documentation order. */
     public static final List<ConfigKey<?>> ALL = List.of(
             TCP,
@@ -62,6 +75,7 @@ public final class UcxKeys {
             CONNECT_TIMEOUT,
             NET_DEVICES,
             PROGRESS_MODE,
+            PROGRESS_SPIN,
             PEER_ERROR_HANDLING);
 
     /** The module name the core's keys are registered under. */

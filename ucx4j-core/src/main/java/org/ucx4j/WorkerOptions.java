@@ -32,6 +32,9 @@ public record WorkerOptions(
         Duration spin,
         String name,
         boolean peerErrorHandling) {
+    /** The default {@link #spin()}: 50 µs (the config key {@code progress-spin}). */
+    public static final Duration DEFAULT_SPIN = Duration.ofNanos(50_000);
+
     /** Validates. */
     public WorkerOptions {
         Objects.requireNonNull(progressMode, "progressMode");
@@ -61,8 +64,8 @@ public record WorkerOptions(
     }
 
     /**
-     * The options a configuration gives: its {@code progress-mode}, {@code connect-timeout} and
-     * {@code peer-error-handling}, other
+     * The options a configuration gives: its {@code progress-mode}, {@code connect-timeout},
+     * {@code progress-spin} and {@code peer-error-handling}, other
      * values as in {@link #defaults()}.
      *
      * @param config the configuration
@@ -72,6 +75,7 @@ public record WorkerOptions(
         return builder()
                 .progressMode(config.get(UcxKeys.PROGRESS_MODE))
                 .connectTimeout(config.get(UcxKeys.CONNECT_TIMEOUT))
+                .spin(config.get(UcxKeys.PROGRESS_SPIN))
                 .peerErrorHandling(config.get(UcxKeys.PEER_ERROR_HANDLING))
                 .build();
     }
@@ -90,7 +94,7 @@ public record WorkerOptions(
         private ProgressMode progressMode = ProgressMode.THREAD_BLOCKING;
         private Duration connectTimeout = Duration.ofSeconds(5);
         private Duration closeTimeout = Duration.ofSeconds(5);
-        private Duration spin = Duration.ofNanos(50_000);
+        private Duration spin = DEFAULT_SPIN;
         private String name = "ucx4j-worker";
         private boolean peerErrorHandling = true;
 

@@ -60,13 +60,19 @@ class ConfigAppliedTest {
                 .set(UcxKeys.PROGRESS_MODE, ProgressMode.CALLER)
                 .set(UcxKeys.CONNECT_TIMEOUT, Duration.ofMillis(1500))
                 .set(UcxKeys.PEER_ERROR_HANDLING, false)
+                .set(UcxKeys.PROGRESS_SPIN, Duration.ZERO)
                 .build();
         try (UcxContext ctx = UcxContext.builder().config(config).build();
                 UcxWorker w = ctx.newWorker()) {
             assertEquals(ProgressMode.CALLER, w.progressMode());
             assertEquals(Duration.ofMillis(1500), w.options().connectTimeout());
             assertEquals(false, w.options().peerErrorHandling());
+            assertEquals(Duration.ZERO, w.options().spin());
         }
+        assertEquals(WorkerOptions.DEFAULT_SPIN, UcxConfig.builder().build().get(UcxKeys.PROGRESS_SPIN));
+        assertEquals(
+                Duration.ofNanos(20_000),
+                UcxConfig.builder().set("progress-spin", "20us").build().get(UcxKeys.PROGRESS_SPIN));
         assertTrue(
                 UcxConfig.builder().build().get(UcxKeys.PEER_ERROR_HANDLING), "peer error handling is on by default");
     }

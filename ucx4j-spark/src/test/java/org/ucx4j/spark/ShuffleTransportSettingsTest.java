@@ -47,6 +47,19 @@ class ShuffleTransportSettingsTest {
     }
 
     @Test
+    void progressThreadsSleepAtOnceUnlessSparkSaysOtherwise() {
+        SparkConf conf = new SparkConf(false).set("spark.ucx4j.transport", "tcp");
+        assertEquals(
+                Duration.ZERO,
+                ShuffleTransportSettings.from(conf, null).options().config().get(UcxKeys.PROGRESS_SPIN),
+                "executors' cores run tasks: no polling progress thread by default");
+        conf.set("spark.ucx4j.progress-spin", "20us");
+        assertEquals(
+                Duration.ofNanos(20_000),
+                ShuffleTransportSettings.from(conf, null).options().config().get(UcxKeys.PROGRESS_SPIN));
+    }
+
+    @Test
     void fetchTimeoutDefaultsToSparksNetworkTimeout() {
         SparkConf conf =
                 new SparkConf(false).set("spark.ucx4j.transport", "tcp").set("spark.network.timeout", "45s");

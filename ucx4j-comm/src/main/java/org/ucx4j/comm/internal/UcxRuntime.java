@@ -176,6 +176,7 @@ final class UcxRuntime {
         return WorkerOptions.builder()
                 .progressMode(config.get(UcxKeys.PROGRESS_MODE))
                 .connectTimeout(config.get(UcxKeys.CONNECT_TIMEOUT))
+                .spin(config.get(UcxKeys.PROGRESS_SPIN))
                 .peerErrorHandling(config.get(UcxKeys.PEER_ERROR_HANDLING))
                 .name(name)
                 .build();
