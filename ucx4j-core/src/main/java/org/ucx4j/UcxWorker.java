@@ -614,17 +614,68 @@ public final class UcxWorker implements AutoCloseable {
 
     // ------------------------------------------------------------------ flush
 
+    /** Guards {@link #flushing} and {@link #nextFlush}. */
+    private final Object flushLock = new Object();
+    /** A worker flush is in UCX; guarded by {@link #flushLock}. */
+    private boolean flushing;
+    /** Flushes asked for while one is in UCX: the next one serves them all; guarded by {@link #flushLock}. */
+    private List<UcxFuture<Void>> nextFlush = new ArrayList<>();
+
     /**
      * Completes when every operation posted so far on this worker has completed.
+     *
+     * <p>At most one worker flush is in UCX at a time: flushes asked for while one is in flight share the
+     * next one, which UCX starts when the first ends, so it covers every operation posted before any of
+     * them was asked for. (UCX 1.13 counts a worker's flushes in flight in 8 bits and aborts the process
+     * past 254 of them.) Like any flush it cannot be canceled: {@link UcxFuture#cancel} and
+     * {@link UcxFuture#orTimeout} leave it to complete when UCX is done.
      *
      * @return the flush's future
      */
     public UcxFuture<Void> flushAsync() {
         ensureOpen();
         UcxFuture<Void> f = new UcxFuture<>();
-        Operation op = f.track(rt, OperationKind.WORKER_FLUSH, null, 0);
-        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (long) Ucp.worker_flush_nbx.invokeExact(rt.handle, p));
+        f.cancelWith(reason -> {}); // a flush cannot be taken back (the class comment of UcxFuture)
+        synchronized (flushLock) {
+            if (flushing) {
+                nextFlush.add(f);
+                return f;
+            }
+            flushing = true;
+        }
+        startFlush(List.of(f));
         return f;
+    }
+
+    /**
+     * Starts one worker flush for {@code waiters}; when it ends, completes them and starts the next one for
+     * the flushes asked for meanwhile (on the progress thread, where the flush completes).
+     */
+    private void startFlush(List<UcxFuture<Void>> waiters) {
+        UcxFuture<Void> flush = new UcxFuture<>();
+        Operation op = flush.track(rt, OperationKind.WORKER_FLUSH, null, 0);
+        flush.whenComplete((v, err) -> {
+            for (UcxFuture<Void> w : waiters) {
+                if (err != null) {
+                    w.fail(err);
+                } else {
+                    w.succeed(null);
+                }
+            }
+            List<UcxFuture<Void>> next;
+            synchronized (flushLock) {
+                if (nextFlush.isEmpty()) {
+                    flushing = false;
+                    return;
+                }
+                next = nextFlush;
+                nextFlush = new ArrayList<>();
+            }
+            startFlush(next);
+        });
+        // A refusal (the worker is closing) fails the flush, not this call: the continuation above
+        // fails these waiters and starts the next group, which fails the same way.
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (long) Ucp.worker_flush_nbx.invokeExact(rt.handle, p));
     }
 
     /** Blocking twin of {@link #flushAsync()}. */
