@@ -40,6 +40,7 @@ class UcxConfigProvenanceTest {
                         "connect-timeout",
                         "net-devices",
                         "progress-mode",
+                        "progress-spin",
                         "peer-error-handling",
                         "multi-buffer",
                         "max-frames",
@@ -59,6 +60,7 @@ class UcxConfigProvenanceTest {
         assertEquals(new ConfigEntry("max-frames", "10", "builder"), byKey.get("max-frames"));
         assertEquals(new ConfigEntry("connect-timeout", "5s", "default"), byKey.get("connect-timeout"));
         assertEquals(new ConfigEntry("progress-mode", "thread-blocking", "default"), byKey.get("progress-mode"));
+        assertEquals(new ConfigEntry("progress-spin", "50us", "default"), byKey.get("progress-spin"));
         assertEquals(
                 new ConfigEntry("max-frame-size", "64 GiB (68719476736 bytes)", "default"),
                 byKey.get("max-frame-size"));
