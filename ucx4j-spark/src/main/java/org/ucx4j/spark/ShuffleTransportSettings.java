@@ -8,7 +8,6 @@ import java.util.TreeMap;
 import org.apache.spark.SparkConf;
 import org.ucx4j.Ucx;
 import org.ucx4j.UcxConfig;
-import org.ucx4j.UcxKeys;
 import org.ucx4j.comm.CommKeys;
 import org.ucx4j.comm.CommOptions;
 import scala.Tuple2;
@@ -105,10 +104,6 @@ public record ShuffleTransportSettings(
             fallback = String.valueOf(Ucx.unavailabilityCause().getMessage());
         }
         UcxConfig.Builder config = UcxConfig.builder();
-        // Every core of an executor runs tasks, and a progress thread that polls after each message takes
-        // CPU from them; Netty's event loops never poll. So ucx4j's progress thread sleeps at once unless
-        // spark.ucx4j.progress-spin says otherwise (this layer sits above ucx4j's other sources).
-        config.set(UcxKeys.PROGRESS_SPIN, Duration.ZERO);
         for (Map.Entry<String, String> e : ucx4jKeys(conf).entrySet()) {
             config.set(e.getKey(), e.getValue());
         }

@@ -14,6 +14,7 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.ucx4j.UcxConfigException;
 import org.ucx4j.UcxKeys;
+import org.ucx4j.WorkerOptions;
 import org.ucx4j.comm.CommKeys;
 
 /** Spark conf to ucx4j settings: the plug-in's own keys, every other spark.ucx4j.* key, Spark's secret. */
@@ -47,15 +48,14 @@ class ShuffleTransportSettingsTest {
     }
 
     @Test
-    void progressThreadsSleepAtOnceUnlessSparkSaysOtherwise() {
+    void progressSpinIsUcx4jsUnlessSparkSetsIt() {
         SparkConf conf = new SparkConf(false).set("spark.ucx4j.transport", "tcp");
         assertEquals(
-                Duration.ZERO,
-                ShuffleTransportSettings.from(conf, null).options().config().get(UcxKeys.PROGRESS_SPIN),
-                "executors' cores run tasks: no polling progress thread by default");
-        conf.set("spark.ucx4j.progress-spin", "20us");
+                WorkerOptions.DEFAULT_SPIN,
+                ShuffleTransportSettings.from(conf, null).options().config().get(UcxKeys.PROGRESS_SPIN));
+        conf.set("spark.ucx4j.progress-spin", "0");
         assertEquals(
-                Duration.ofNanos(20_000),
+                Duration.ZERO,
                 ShuffleTransportSettings.from(conf, null).options().config().get(UcxKeys.PROGRESS_SPIN));
     }
 
