@@ -18,7 +18,7 @@
 #
 # Environment:
 #   SIZE=67108864 (bytes per partition and per perftest message)  ROUNDS=3  GPU_A  GPU_B
-#   PT_ITERS=10000 (ucx_perftest -n)  BOTH_ITERS=10000 (-n of each at once)  A2A_ITERS=1000 (all-to-all rounds of one run)  TCP_ITERS=20
+#   PT_ITERS=10000 (ucx_perftest -n)  BOTH_ITERS=10000 (-n of each at once)  A2A_ITERS=10000 (all-to-all rounds of one run, as many as ucx_perftest -n: 1,000 was a 0.2 s window across NVLink, ~10% of it start-up)  TCP_ITERS=20
 #   WINDOW=16 (partitions in flight per peer)  DEADLINE (seconds: start no run after it)
 #   BENCH_RUN_TIMEOUT=120 (seconds per run)  UCX4J (the command, default bin/ucx4j)
 # With OUT set: $OUT/all-to-all-gpu.json (every figure and raw output) and $OUT/all-to-all-gpu.md.
@@ -35,7 +35,7 @@ SIZE=${SIZE:-67108864}
 ROUNDS=${ROUNDS:-3}
 PT_ITERS=${PT_ITERS:-10000}
 BOTH_ITERS=${BOTH_ITERS:-10000}
-A2A_ITERS=${A2A_ITERS:-1000}
+A2A_ITERS=${A2A_ITERS:-10000}
 TCP_ITERS=${TCP_ITERS:-20}
 WINDOW=${WINDOW:-16}
 UCX4J=${UCX4J:-$ROOT/bin/ucx4j}

@@ -48,16 +48,26 @@ final class AllToAllBench {
         this.err = err;
     }
 
+    /** Bytes each worker sends per transport when {@code --iters} is not given: host memory, or {@code tcp://}. */
+    static final long DEFAULT_BYTES = 4L << 30;
+
     /**
-     * Rounds when {@code --iters} is not given: about 4 GiB sent by each worker per transport, 3..1000.
+     * The same over {@code ucx://} with device memory: GPU-to-GPU copies run at hundreds of GB/s, and 4 GiB
+     * was a 0.2 s window in which the start (the barrier's skew, the first partitions) weighed ~10%.
+     */
+    static final long DEFAULT_DEVICE_BYTES = 640L << 30;
+
+    /**
+     * Rounds when {@code --iters} is not given: about {@code bytes} sent by each worker, 3..10,000.
      *
      * @param size the partition size
      * @param peers the other workers
+     * @param bytes what each worker should send ({@link #DEFAULT_BYTES} or {@link #DEFAULT_DEVICE_BYTES})
      * @return the rounds
      */
-    static long defaultRounds(long size, int peers) {
+    static long defaultRounds(long size, int peers, long bytes) {
         long perRound = Math.max(1, size) * Math.max(1, peers);
-        return Math.max(3, Math.min(1000, (4L << 30) / perRound));
+        return Math.max(3, Math.min(10_000, bytes / perRound));
     }
 
     /**
@@ -65,7 +75,7 @@ final class AllToAllBench {
      *
      * @param transports the transports, in order
      * @param size partition size in bytes
-     * @param rounds measured rounds, or null for {@link #defaultRounds}
+     * @param rounds measured rounds, or null for {@link #defaultRounds} (per transport)
      * @param window partitions in flight per peer
      * @param json rank 0 prints JSON instead of a table
      * @return the exit code
@@ -79,7 +89,6 @@ final class AllToAllBench {
                         + "--gpus 0 --workers-per-gpu 2)");
                 return Main.EXIT_USAGE;
             }
-            long n = rounds != null ? rounds : defaultRounds(size, peers);
             MemorySegment partition = memory.allocate(arena, size);
             memory.fill(partition, cluster.rank());
             CommOptions options = memory.pool() == null
@@ -90,6 +99,10 @@ final class AllToAllBench {
             List<Map<String, Object>> results = new ArrayList<>();
             for (CommKind t : transports) {
                 String label = t.scheme() + "://";
+                boolean deviceOverUcx = t == CommKind.UCX && memory.pool() != null;
+                long n = rounds != null
+                        ? rounds
+                        : defaultRounds(size, peers, deviceOverUcx ? DEFAULT_DEVICE_BYTES : DEFAULT_BYTES);
                 try (ClusterMesh mesh = cluster.mesh(t.scheme() + "://127.0.0.1:0", options)) {
                     exchange(mesh, partition, 1, window, true, null);
                     cluster.barrier();

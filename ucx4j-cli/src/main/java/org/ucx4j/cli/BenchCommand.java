@@ -161,7 +161,7 @@ final class BenchCommand implements Callable<Integer> {
             names = "--all-to-all",
             description =
                     "Run as one worker of 'ucx4j launch': every worker sends a partition of --size bytes (default "
-                            + "64MiB) to every other at once, --iters rounds (default: about 4 GiB per worker), --window "
+                            + "64MiB) to every other at once, --iters rounds (default: about 4 GiB per worker, 640 GiB over ucx:// with --memory cuda; 3 to 10,000), --window "
                             + "partitions in flight per peer (default 4), over ucx:// then tcp:// (or --comm); rank 0 prints "
                             + "the aggregate bandwidth per transport. ucx4j launch --workers 2 -- ucx4j bench --all-to-all")
     private boolean allToAll;
