@@ -5,6 +5,8 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.ucx4j.UcxConfig;
 
 /**
@@ -13,14 +15,34 @@ import org.ucx4j.UcxConfig;
  * {@link #LINGER} after their last user leaves while the context is open, and at once (or when their
  * last user leaves) once it is closed.
  *
+ * <p>At JVM exit a shutdown hook ({@link #atExit()}) ends closed comms' lingers and closes the runtimes that
+ * nobody uses then, rather than leaving their UCX contexts to the process's native teardown: with CUDA loaded,
+ * UCX's cleanup there runs after the driver's and logs an error ({@code cuDevicePrimaryCtxGetState ...
+ * failed}) at every exit that came within {@link #LINGER} of the last comm's close. Runtimes still in use at
+ * exit are left alone (other shutdown hooks may be using them).
+ *
  * <p>Threading: thread-safe (one monitor, this object, also guards the runtimes' user counts).
  */
 final class UcxRuntimes {
+    private static final Logger LOG = LoggerFactory.getLogger(UcxRuntimes.class);
+
     /** How long an unused runtime stays for the next connection of a burst. */
     static final Duration LINGER = Duration.ofSeconds(2);
 
+    /**
+     * The most {@link #atExit()} waits for comms and listeners that are closing to let go of their runtimes;
+     * it stops waiting as soon as none has let go for {@link #EXIT_QUIET} (what is left is in use).
+     */
+    static final Duration EXIT_WAIT = Duration.ofMillis(500);
+
+    static final Duration EXIT_QUIET = Duration.ofMillis(100);
+
     private final Map<UcxRuntime.Key, UcxRuntime> runtimes = new HashMap<>();
     private boolean closed;
+    /** The shutdown hook running {@link #atExit()}, registered with the first runtime; null before and after. */
+    private Thread exitHook;
+    /** How many times a user let go of a runtime (for {@link #atExit()}). */
+    private long releases;
 
     /** The runtime for a configuration, created on first use; pair with {@link UcxRuntime#release()}. */
     UcxRuntime acquire(UcxConfig config) {
@@ -33,6 +55,7 @@ final class UcxRuntimes {
             if (r == null) {
                 r = new UcxRuntime(this, key, config);
                 runtimes.put(key, r);
+                registerExitHook();
             }
             r.users++;
             if (r.closing != null) {
@@ -46,6 +69,8 @@ final class UcxRuntimes {
     /** A user of {@code r} left: after the last, its close is scheduled (or runs now, when closed). */
     void released(UcxRuntime r) {
         synchronized (this) {
+            releases++;
+            notifyAll(); // atExit() may wait for this
             if (--r.users > 0) {
                 return;
             }
@@ -75,8 +100,11 @@ final class UcxRuntimes {
     void close() {
         List<UcxRuntime> idle = new ArrayList<>();
         List<UcxRuntime> all;
+        Thread hook;
         synchronized (this) {
             closed = true;
+            hook = exitHook;
+            exitHook = null;
             all = List.copyOf(runtimes.values());
             for (UcxRuntime r : runtimes.values()) {
                 if (r.users == 0) {
@@ -90,6 +118,81 @@ final class UcxRuntimes {
         }
         all.forEach(UcxRuntime::endLingers);
         idle.forEach(this::closeIfUnused);
+        if (hook != null && hook != Thread.currentThread()) {
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException exiting) {
+                // the JVM is shutting down: the hook runs (or ran) and finds this closed
+            }
+        }
+    }
+
+    /** With this object's lock: registers {@link #atExit()} once, unless the JVM is already exiting. */
+    private void registerExitHook() {
+        if (exitHook != null) {
+            return;
+        }
+        Thread hook = Thread.ofPlatform().name("ucx4j-comm-exit").unstarted(this::atExit);
+        try {
+            Runtime.getRuntime().addShutdownHook(hook);
+            exitHook = hook;
+        } catch (IllegalStateException exiting) {
+            // created during shutdown: it closes when its users leave, or with the process
+        }
+    }
+
+    /**
+     * The shutdown hook: closed comms stop waiting for their peers (what those have not read is dropped, as
+     * the process ends anyway), then, while comms and listeners that are closing still let go of their
+     * runtimes ({@link #EXIT_QUIET} apart, {@link #EXIT_WAIT} at most), it waits; then every runtime nobody
+     * uses is closed. Runtimes with open comms or listeners are left as they are.
+     */
+    void atExit() {
+        List<UcxRuntime> all;
+        synchronized (this) {
+            all = List.copyOf(runtimes.values());
+        }
+        all.forEach(UcxRuntime::endLingers);
+        List<UcxRuntime> idle = new ArrayList<>();
+        synchronized (this) {
+            long deadline = System.nanoTime() + EXIT_WAIT.toNanos();
+            long left;
+            while (anyHeld() && (left = deadline - System.nanoTime()) > 0) {
+                long before = releases;
+                try {
+                    wait(Math.max(1, Math.min(EXIT_QUIET.toMillis(), left / 1_000_000)));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+                if (releases == before) {
+                    break; // nothing let go for a while: what is left is in use
+                }
+            }
+            for (UcxRuntime r : runtimes.values()) {
+                if (r.users == 0) {
+                    if (r.closing != null) {
+                        r.closing.cancel(false);
+                        r.closing = null;
+                    }
+                    idle.add(r);
+                }
+            }
+        }
+        idle.forEach(this::closeIfUnused);
+        if (!idle.isEmpty()) {
+            LOG.debug("ucx4j-comm: closed {} unused UCX runtime(s) at JVM exit", idle.size());
+        }
+    }
+
+    /** With this object's lock: whether some runtime has a user. */
+    private boolean anyHeld() {
+        for (UcxRuntime r : runtimes.values()) {
+            if (r.users > 0) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Whether {@link #close()} was called. */
