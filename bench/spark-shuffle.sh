@@ -16,6 +16,9 @@
 #   ROUNDS=3 bench/spark-shuffle.sh --size-mb 500
 #   ROUNDS=5 BEFORE_PLUGIN=/tmp/old-all.jar bench/spark-shuffle.sh --quick   # A/B: an older plug-in jar
 #                                  # runs too in each round (label "before"); a second table compares them
+#   bench/spark-shuffle.sh --executors 4 --executor-cores 4 --executor-memory 8g --size-mb 9000   # a larger machine
+#   bench/spark-shuffle.sh --pack DIR      # build, then write what a run needs into DIR and stop (no run)
+#   bench/spark-shuffle.sh --prebuilt DIR  # run from such a DIR: no Maven, no build (bench/spark-device.sh)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
@@ -26,6 +29,10 @@ TRANSPORT=ucx
 HTML=spark-shuffle.html
 EXEC_MEM=1g
 PARTITIONS=8
+EXECUTORS=2
+EXEC_CORES=1
+PACK_TO=
+PREBUILT=
 ROUNDS=${ROUNDS:-1}
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -34,18 +41,34 @@ while [ $# -gt 0 ]; do
         --partitions) PARTITIONS=$2; shift ;;
         --transport) TRANSPORT=$2; shift ;;
         --executor-memory) EXEC_MEM=$2; shift ;;
+        --executors) EXECUTORS=$2; shift ;;
+        --executor-cores) EXEC_CORES=$2; shift ;;
+        --pack) PACK_TO=$2; shift ;;
+        --prebuilt) PREBUILT=$2; shift ;;
         --html) HTML=$2; shift ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         *) echo "spark-shuffle.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
 
-ucx4j_find_jdk javac
-JAVA="$UCX4J_JAVA_HOME/bin/java"
-export JAVA_HOME=$UCX4J_JAVA_HOME MAVEN_OPTS="--sun-misc-unsafe-memory-access=allow ${MAVEN_OPTS:-}"
-VERSION=$(sed -n 's:.*<version>\(.*\)</version>.*:\1:p' "$ROOT/pom.xml" | head -1)
-PLUGIN="$ROOT/ucx4j-spark/target/ucx4j-spark-$VERSION-all.jar"
+if [ -n "$PREBUILT" ]; then
+    # Everything from DIR: jars/ (Spark's class path), ucx4j-spark-all.jar, app.jar; java from SPARK_JAVA_HOME,
+    # else JAVA_HOME (Spark's launcher runs the JVMs from JAVA_HOME).
+    PREBUILT=$(cd "$PREBUILT" && pwd)
+    export JAVA_HOME=${SPARK_JAVA_HOME:-${JAVA_HOME:?--prebuilt needs JAVA_HOME or SPARK_JAVA_HOME}}
+    JAVA="$JAVA_HOME/bin/java"
+    PLUGIN="$PREBUILT/ucx4j-spark-all.jar"
+    for f in "$PREBUILT/jars" "$PLUGIN" "$PREBUILT/app.jar" "$JAVA"; do
+        [ -e "$f" ] || { echo "spark-shuffle.sh: --prebuilt $PREBUILT lacks $f" >&2; exit 2; }
+    done
+else
+    ucx4j_find_jdk javac
+    JAVA="$UCX4J_JAVA_HOME/bin/java"
+    export JAVA_HOME=$UCX4J_JAVA_HOME MAVEN_OPTS="--sun-misc-unsafe-memory-access=allow ${MAVEN_OPTS:-}"
+    VERSION=$(sed -n 's:.*<version>\(.*\)</version>.*:\1:p' "$ROOT/pom.xml" | head -1)
+    PLUGIN="$ROOT/ucx4j-spark/target/ucx4j-spark-$VERSION-all.jar"
+fi
 CACHE="$ROOT/build-cache/spark-home"
 RUN=$(mktemp -d)
 PIDS=()
@@ -56,23 +79,35 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The plug-in jar, the bench application, and the class path of Spark 4.2.0 from Maven (ucx4j-spark's
-# provided scope; -am so that the reactor resolves ucx4j's own modules; ucx4j-spark writes the file last).
-echo "building ucx4j-spark (plug-in jar and the bench application)..." >&2
-mkdir -p "$CACHE"
-(cd "$ROOT" && ./mvnw -B -q -o package dependency:build-classpath -pl ucx4j-spark -am -DskipTests \
-    -Dmaven.javadoc.skip=true -Dspotless.check.skip=true -Dmaven.source.skip=true \
-    -Dmdep.includeScope=provided -Dmdep.outputFile="$CACHE/classpath.txt")
-
-# A Spark home from Maven's jars: RELEASE and jars/ (links to Spark and its dependencies, none of ucx4j).
-rm -rf "$CACHE/jars" && mkdir -p "$CACHE/jars"
-tr ':' '\n' <"$CACHE/classpath.txt" | while read -r j; do ln -sf "$j" "$CACHE/jars/"; done
+if [ -n "$PREBUILT" ]; then
+    CACHE="$RUN/spark-home"
+    mkdir -p "$CACHE" && ln -s "$PREBUILT/jars" "$CACHE/jars"
+    cp "$PREBUILT/app.jar" "$RUN/app.jar"
+else
+    # The plug-in jar, the bench application, and the class path of Spark 4.2.0 from Maven (ucx4j-spark's
+    # provided scope; -am so that the reactor resolves ucx4j's own modules; ucx4j-spark writes the file last).
+    echo "building ucx4j-spark (plug-in jar and the bench application)..." >&2
+    mkdir -p "$CACHE"
+    (cd "$ROOT" && ./mvnw -B -q -o package dependency:build-classpath -pl ucx4j-spark -am -DskipTests \
+        -Dmaven.javadoc.skip=true -Dspotless.check.skip=true -Dmaven.source.skip=true \
+        -Dmdep.includeScope=provided -Dmdep.outputFile="$CACHE/classpath.txt")
+    # A Spark home from Maven's jars: RELEASE and jars/ (links to Spark and its dependencies, none of ucx4j).
+    rm -rf "$CACHE/jars" && mkdir -p "$CACHE/jars"
+    tr ':' '\n' <"$CACHE/classpath.txt" | while read -r j; do ln -sf "$j" "$CACHE/jars/"; done
+    # The application jar: ShuffleBenchApp's classes only.
+    (cd "$ROOT/ucx4j-spark/target/test-classes" && "$UCX4J_JAVA_HOME/bin/jar" cf "$RUN/app.jar" org/ucx4j/spark/ShuffleBenchApp*.class)
+    if [ -n "$PACK_TO" ]; then
+        mkdir -p "$PACK_TO/jars"
+        cp -L "$CACHE"/jars/*.jar "$PACK_TO/jars/"
+        cp "$PLUGIN" "$PACK_TO/ucx4j-spark-all.jar"
+        cp "$RUN/app.jar" "$PACK_TO/app.jar"
+        echo "spark-shuffle.sh: packed $(du -sh "$PACK_TO" | cut -f1) into $PACK_TO" >&2
+        exit 0
+    fi
+fi
 echo "Spark 4.2.0 from Maven jars (ucx4j bench/spark-shuffle.sh)" >"$CACHE/RELEASE"
 export SPARK_HOME=$CACHE SPARK_SCALA_VERSION=2.13 SPARK_LOCAL_IP=127.0.0.1
 unset SPARK_TESTING
-
-# The application jar: ShuffleBenchApp's classes only.
-(cd "$ROOT/ucx4j-spark/target/test-classes" && "$UCX4J_JAVA_HOME/bin/jar" cf "$RUN/app.jar" org/ucx4j/spark/ShuffleBenchApp*.class)
 
 # spark-class: Spark's launcher prints the command (NUL-separated), with Spark's JVM options; into CMD.
 spark_command() {
@@ -106,14 +141,14 @@ case "$EXEC_MEM" in
     *m|*M) EXEC_MIB=${EXEC_MEM%[mM]} ;;
     *) echo "spark-shuffle.sh: --executor-memory takes 1g or 1500m, not $EXEC_MEM" >&2; exit 2 ;;
 esac
-WORKER_MEM=$(( EXEC_MIB * 2 + 1024 ))m
-spark_command org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --webui-port 0 --cores 2 --memory "$WORKER_MEM" \
+WORKER_MEM=$(( EXEC_MIB * EXECUTORS + 1024 ))m
+spark_command org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --webui-port 0 --cores $((EXECUTORS * EXEC_CORES)) --memory "$WORKER_MEM" \
     --work-dir "$RUN/work" "$MASTER"
 "${CMD[@]}" >"$RUN/worker.log" 2>&1 &
 PIDS+=($!)
 await_line "$RUN/worker.log" "Successfully registered with master" 60
 
-COMMON=(--master "$MASTER" --conf spark.executor.cores=1 --conf spark.cores.max=2 --conf "spark.executor.memory=$EXEC_MEM"
+COMMON=(--master "$MASTER" --conf "spark.executor.cores=$EXEC_CORES" --conf "spark.cores.max=$((EXECUTORS * EXEC_CORES))" --conf "spark.executor.memory=$EXEC_MEM"
     --conf spark.driver.host=127.0.0.1 --conf spark.ui.enabled=false --conf spark.shuffle.readHostLocalDisk=false
     --conf spark.serializer=org.apache.spark.serializer.KryoSerializer --conf spark.ui.showConsoleProgress=false
     --class org.ucx4j.spark.ShuffleBenchApp)
@@ -143,10 +178,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 grep -h "ucx4j shuffle: remote blocks travel" "$RUN"/work/*/*/stderr | sed 's/.*INFO [A-Za-z]*: /executor: /' | sort -u >&2 || true
 
-python3 - "$RUN/results.jsonl" "$HTML" "$SIZE_MB" "$(nproc)" "$(uname -srm)" <<'EOF'
+python3 - "$RUN/results.jsonl" "$HTML" "$SIZE_MB" "$(nproc)" "$(uname -srm)" "$EXECUTORS" "$EXEC_CORES" <<'EOF'
 import html, json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-out, size_mb, cores, machine = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+out, size_mb, cores, machine, executors, exec_cores = sys.argv[2:8]
 by = {"netty": [r for r in rows if r["label"] == "netty"], "ucx4j": [r for r in rows if r["label"] == "ucx4j"]}
 results = {r["result"] for r in rows}
 if len(results) != 1:
@@ -211,7 +246,7 @@ td.n{{text-align:right;font-variant-numeric:tabular-nums}}th{{background:#f4f4f4
 figure{{margin:1.5em 0}}code{{background:#f4f4f4;padding:0 3px}}
 </style></head><body>
 <h1>Spark shuffle: ucx4j ({html.escape(transport)}://) vs Netty</h1>
-<p>Standalone cluster on 127.0.0.1, 2 executors of 1 core, {html.escape(size_mb)} MB of generated records,
+<p>Standalone cluster on 127.0.0.1, {executors} executors of {exec_cores} core(s), {html.escape(size_mb)} MB of generated records,
 sort and group-by; {len(by['netty'])} round(s), medians. Machine: {html.escape(machine)}, {cores} cores.
 Results identical in every run; bytes fetched through ucx4j: {med('ucx4j', 'bytesFetchedViaUcx4j'):,.0f}.</p>
 <figure>{''.join(svg)}</figure>
