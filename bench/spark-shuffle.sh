@@ -17,6 +17,7 @@
 #   ROUNDS=5 BEFORE_PLUGIN=/tmp/old-all.jar bench/spark-shuffle.sh --quick   # A/B: an older plug-in jar
 #                                  # runs too in each round (label "before"); a second table compares them
 #   bench/spark-shuffle.sh --executors 4 --executor-cores 4 --executor-memory 8g --size-mb 9000   # a larger machine
+#   bench/spark-shuffle.sh --ucx4j-conf same-host-shared-memory=true   # spark.ucx4j.KEY=VALUE for ucx4j's runs
 #   bench/spark-shuffle.sh --pack DIR      # build, then write what a run needs into DIR and stop (no run)
 #   bench/spark-shuffle.sh --prebuilt DIR  # run from such a DIR: no Maven, no build (bench/spark-device.sh)
 set -euo pipefail
@@ -33,6 +34,7 @@ EXECUTORS=2
 EXEC_CORES=1
 PACK_TO=
 PREBUILT=
+UCX4J_CONF=()
 ROUNDS=${ROUNDS:-1}
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -44,9 +46,10 @@ while [ $# -gt 0 ]; do
         --executors) EXECUTORS=$2; shift ;;
         --executor-cores) EXEC_CORES=$2; shift ;;
         --pack) PACK_TO=$2; shift ;;
+        --ucx4j-conf) UCX4J_CONF+=(--conf "spark.ucx4j.$2"); shift ;;
         --prebuilt) PREBUILT=$2; shift ;;
         --html) HTML=$2; shift ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
         *) echo "spark-shuffle.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -174,7 +177,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
             --conf "spark.ucx4j.transport=$TRANSPORT"
     fi
     run ucx4j --jars "$PLUGIN" --conf spark.shuffle.manager=org.ucx4j.spark.UcxShuffleManager \
-        --conf "spark.ucx4j.transport=$TRANSPORT"
+        --conf "spark.ucx4j.transport=$TRANSPORT" ${UCX4J_CONF[@]+"${UCX4J_CONF[@]}"}
 done
 grep -h "ucx4j shuffle: remote blocks travel" "$RUN"/work/*/*/stderr | sed 's/.*INFO [A-Za-z]*: /executor: /' | sort -u >&2 || true
 
