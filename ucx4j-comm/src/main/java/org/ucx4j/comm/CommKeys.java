@@ -1,5 +1,6 @@
 package org.ucx4j.comm;
 
+import java.time.Duration;
 import java.util.List;
 import org.ucx4j.ConfigKey;
 
@@ -72,6 +73,20 @@ public final class CommKeys {
             32,
             "most handshakes one source address may have under way at one listener at a time");
     /**
+     * How old the oldest handshake under way at a listener must be for a newcomer to take its slot when
+     * every slot ({@link #MAX_PENDING_HANDSHAKES}) is taken (default 1 s; {@code 0} never: the newcomer is
+     * refused). The oldest is closed, its handshake failing as "cut short". Honest handshakes take
+     * milliseconds, so only a slow or silent peer is ever cut: whoever wants to keep honest clients out
+     * must then open slots faster than they age, from many sources (the per-source bound still holds), not
+     * just hold a few silent connections until {@code connect-timeout}.
+     */
+    public static final ConfigKey<Duration> HANDSHAKE_EVICTION_AGE = ConfigKey.duration(
+            "handshake-eviction-age",
+            Duration.ofSeconds(1),
+            Duration.ZERO,
+            Duration.ofDays(1),
+            "age at which a listener's oldest handshake under way gives its slot to a newcomer when all are taken; 0 never");
+    /**
      * The most memory that received messages not yet closed may hold in one comm context (at least 1 MiB;
      * default 1 GiB). Above it the context's comms stop receiving (the peers' data waits with them),
      * unreachable messages are given a chance to be reclaimed, and a read still waiting after the
@@ -118,6 +133,7 @@ public final class CommKeys {
             MAX_IN_FLIGHT_PER_LISTENER,
             MAX_PENDING_HANDSHAKES,
             MAX_PENDING_HANDSHAKES_PER_SOURCE,
+            HANDSHAKE_EVICTION_AGE,
             MAX_UNCLOSED_BYTES,
             AUTH_SECRET,
             AUTH_SECRET_FILE,

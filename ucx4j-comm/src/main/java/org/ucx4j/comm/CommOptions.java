@@ -41,6 +41,7 @@ public final class CommOptions {
     private final long maxInFlightPerListener;
     private final int maxPendingHandshakes;
     private final int maxPendingHandshakesPerSource;
+    private final Duration handshakeEvictionAge;
     private final long maxUnclosedBytes;
 
     private CommOptions(Builder b) {
@@ -58,6 +59,7 @@ public final class CommOptions {
         this.maxInFlightPerListener = config.get(CommKeys.MAX_IN_FLIGHT_PER_LISTENER);
         this.maxPendingHandshakes = config.get(CommKeys.MAX_PENDING_HANDSHAKES);
         this.maxPendingHandshakesPerSource = config.get(CommKeys.MAX_PENDING_HANDSHAKES_PER_SOURCE);
+        this.handshakeEvictionAge = config.get(CommKeys.HANDSHAKE_EVICTION_AGE);
         this.maxUnclosedBytes = config.get(CommKeys.MAX_UNCLOSED_BYTES);
         if (identity.getBytes(StandardCharsets.UTF_8).length > 1024) {
             throw new IllegalArgumentException("identity is longer than 1024 bytes in UTF-8");
@@ -200,6 +202,16 @@ public final class CommOptions {
      */
     public int maxPendingHandshakesPerSource() {
         return maxPendingHandshakesPerSource;
+    }
+
+    /**
+     * How old a listener's oldest handshake must be to give its slot to a newcomer when all are taken: see
+     * {@link CommKeys#HANDSHAKE_EVICTION_AGE}.
+     *
+     * @return the config's {@code handshake-eviction-age}; zero: never
+     */
+    public Duration handshakeEvictionAge() {
+        return handshakeEvictionAge;
     }
 
     /**

@@ -22,16 +22,21 @@ final class HandshakeGate {
     /**
      * @param logger where refusals are logged
      * @param where the listener's address, as log lines start
-     * @param options the listener's options ({@code max-pending-handshakes} and per source)
+     * @param options the listener's options ({@code max-pending-handshakes}, per source, and
+     *     {@code handshake-eviction-age})
      */
     HandshakeGate(Logger logger, String where, CommOptions options) {
-        this.slots = new HandshakeSlots(options.maxPendingHandshakes(), options.maxPendingHandshakesPerSource());
+        this.slots = new HandshakeSlots(
+                options.maxPendingHandshakes(),
+                options.maxPendingHandshakesPerSource(),
+                options.handshakeEvictionAge());
         this.log = new RefusalLog(logger, where);
     }
 
     /**
      * A slot for a handshake with {@code peer}, or null when it has none: then the refusal is counted
-     * and logged, and the caller closes the connection at once.
+     * and logged, and the caller closes the connection at once. The slot may be one a newcomer took from
+     * the oldest handshake ({@link HandshakeSlots}); that handshake fails, and its failure is what is logged.
      *
      * @param peer the connection's remote address, or null where there is none to trust (IP-less)
      * @param what what is refused, for the log line ({@code "a connection"})

@@ -4,10 +4,13 @@ import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.LongSupplier;
 
 /**
  * The slots for handshakes under way at one listener: at most {@code max-pending-handshakes} in all,
@@ -18,13 +21,27 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * choose addresses from). IP-less clients, whose HELLO arrives through UCX with no address anyone
  * vouches for, count against the total only ({@link #take(SocketAddress)} with null).
  *
- * <p>Threading: safe from any thread; a {@link Slot} is released once, by whoever closes it first.
+ * <p>When every slot is taken, a newcomer takes the slot of the oldest handshake that has been under way
+ * for at least the eviction age ({@code handshake-eviction-age}) and can be cut short ({@link
+ * Slot#onEvict}): that one's cut-short action runs (it closes the connection), and its handshake fails.
+ * Honest handshakes take milliseconds; so only slow or silent peers are cut, and keeping honest clients out
+ * takes new connections faster than they age, not a few silent ones held until {@code connect-timeout}.
+ * The per-source bound is checked first and is never lifted by an eviction.
+ *
+ * <p>Threading: safe from any thread; a {@link Slot} is released once, by whoever closes or evicts it
+ * first; cut-short actions run on the thread of the {@link #take} that evicts, outside this object's lock.
  */
 final class HandshakeSlots {
     private final int max;
     private final int perSource;
+    /** Zero: never evict. */
+    private final long evictionAgeNanos;
+
+    private final LongSupplier clock;
     private int taken;
     private final Map<Source, Integer> bySource = new HashMap<>();
+    /** The slots held, oldest first. */
+    private final LinkedHashSet<Slot> held = new LinkedHashSet<>();
 
     /** Why a connection got no slot. */
     enum Refusal {
@@ -45,16 +62,28 @@ final class HandshakeSlots {
         }
     }
 
-    /** A slot taken, or why none was: exactly one of the two is set. */
-    record Outcome(Slot slot, Refusal refusal) {}
+    /**
+     * A slot taken, or why none was: exactly one of {@code slot} and {@code refusal} is set; {@code evicted}
+     * is the handshake whose slot the newcomer took, if it took one.
+     */
+    record Outcome(Slot slot, Refusal refusal, Slot evicted) {}
 
     /**
      * @param max slots in all, at least 1
      * @param perSource slots one source may hold; more than {@code max} means {@code max}
+     * @param evictionAge how old the oldest handshake must be for a newcomer to take its slot when all are
+     *     taken; zero: never
      */
-    HandshakeSlots(int max, int perSource) {
+    HandshakeSlots(int max, int perSource, Duration evictionAge) {
+        this(max, perSource, evictionAge, System::nanoTime);
+    }
+
+    /** As above, with a clock ({@link System#nanoTime()} in use; tests move their own). */
+    HandshakeSlots(int max, int perSource, Duration evictionAge, LongSupplier clock) {
         this.max = max;
         this.perSource = Math.min(max, perSource);
+        this.evictionAgeNanos = evictionAge.toNanos();
+        this.clock = clock;
     }
 
     /**
@@ -65,20 +94,47 @@ final class HandshakeSlots {
     Outcome take(SocketAddress peer) {
         Source source =
                 peer instanceof InetSocketAddress a && a.getAddress() != null ? Source.of(a.getAddress()) : null;
+        Slot slot;
+        Slot evicted = null;
         synchronized (this) {
+            if (source != null && bySource.getOrDefault(source, 0) >= perSource) {
+                return new Outcome(null, Refusal.SOURCE_FULL, null);
+            }
             if (taken >= max) {
-                return new Outcome(null, Refusal.FULL);
+                evicted = oldestEvictable();
+                if (evicted == null) {
+                    return new Outcome(null, Refusal.FULL, null);
+                }
+                evicted.releaseNow();
             }
             if (source != null) {
-                int held = bySource.getOrDefault(source, 0);
-                if (held >= perSource) {
-                    return new Outcome(null, Refusal.SOURCE_FULL);
-                }
-                bySource.put(source, held + 1);
+                bySource.merge(source, 1, Integer::sum);
             }
             taken++;
+            slot = new Slot(source, clock.getAsLong());
+            held.add(slot);
         }
-        return new Outcome(new Slot(source), null);
+        if (evicted != null) {
+            evicted.cutShort();
+        }
+        return new Outcome(slot, null, evicted);
+    }
+
+    /** With this object's lock: the oldest slot old enough to be evicted and that can be cut short, or null. */
+    private Slot oldestEvictable() {
+        if (evictionAgeNanos <= 0) {
+            return null;
+        }
+        long now = clock.getAsLong();
+        for (Slot s : held) {
+            if (now - s.takenAt < evictionAgeNanos) {
+                return null; // the rest are younger still
+            }
+            if (s.evictor != null) {
+                return s;
+            }
+        }
+        return null;
     }
 
     /**
@@ -107,26 +163,82 @@ final class HandshakeSlots {
         return perSource;
     }
 
-    private synchronized void release(Source source) {
+    private synchronized void release(Slot slot) {
+        forget(slot);
+    }
+
+    /** With this object's lock: a slot is free again. */
+    private void forget(Slot slot) {
         taken--;
-        if (source != null) {
-            bySource.computeIfPresent(source, (s, held) -> held == 1 ? null : held - 1);
+        held.remove(slot);
+        if (slot.source != null) {
+            bySource.computeIfPresent(slot.source, (s, n) -> n == 1 ? null : n - 1);
         }
     }
 
-    /** One handshake's slot; close it when the handshake ends, however it ends. Idempotent. */
+    /**
+     * One handshake's slot; close it when the handshake ends, however it ends. Idempotent. It may be taken
+     * by a newcomer first ({@link #onEvict}): then closing it does nothing.
+     */
     final class Slot implements AutoCloseable {
         private final Source source;
+        private final long takenAt;
         private final AtomicBoolean released = new AtomicBoolean();
+        /** Guarded by the slots' lock; null until {@link #onEvict}. */
+        private Runnable evictor;
 
-        private Slot(Source source) {
+        private volatile boolean evicted;
+
+        private Slot(Source source, long takenAt) {
             this.source = source;
+            this.takenAt = takenAt;
+        }
+
+        /**
+         * Makes this handshake evictable: {@code cutShort} closes its connection (once, on the evicting
+         * thread; at once if it was evicted already).
+         *
+         * @param cutShort what ends the handshake early
+         */
+        void onEvict(Runnable cutShort) {
+            synchronized (HandshakeSlots.this) {
+                if (!evicted) {
+                    evictor = cutShort;
+                    return;
+                }
+            }
+            cutShort.run();
+        }
+
+        /** Whether a newcomer took this slot (the handshake was cut short). */
+        boolean evicted() {
+            return evicted;
+        }
+
+        /** With the slots' lock: gives the slot up for a newcomer. */
+        private void releaseNow() {
+            evicted = true;
+            if (released.compareAndSet(false, true)) {
+                forget(this);
+            }
+        }
+
+        /** Outside the lock, after {@link #releaseNow()}: runs the cut-short action. */
+        private void cutShort() {
+            Runnable r;
+            synchronized (HandshakeSlots.this) {
+                r = evictor;
+                evictor = null;
+            }
+            if (r != null) {
+                r.run();
+            }
         }
 
         @Override
         public void close() {
             if (released.compareAndSet(false, true)) {
-                release(source);
+                release(this);
             }
         }
     }

@@ -183,7 +183,11 @@ public final class TcpTransport implements org.ucx4j.comm.spi.Transport {
             TcpComm comm;
             try {
                 comm = Watchdog.within(
-                        options.connectTimeout(), "handshake with a client of " + uri, () -> closeQuietly(c), () -> {
+                        options.connectTimeout(),
+                        "handshake with a client of " + uri,
+                        () -> closeQuietly(c),
+                        slot,
+                        () -> {
                             c.setOption(StandardSocketOptions.TCP_NODELAY, true);
                             URI local = Addresses.uri(SCHEME, (InetSocketAddress) c.getLocalAddress());
                             URI peer = Addresses.uri(SCHEME, (InetSocketAddress) c.getRemoteAddress());

@@ -461,6 +461,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                             TcpTransport.closeQuietly(c);
                             forceClose(ep.get());
                         },
+                        slot,
                         () -> {
                             Handshake.Result r = Handshake.listener(
                                     new StreamHandshakeChannel(c),
@@ -543,7 +544,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                 }
                 Thread.ofVirtual().name("ucx4j-ucx-worker-accepted").start(() -> {
                     try {
-                        acceptIpless(hello);
+                        acceptIpless(hello, slot);
                     } finally {
                         slot.close();
                     }
@@ -566,7 +567,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
          * connect to before it can answer: with a secret, the HELLO's MAC over that address is checked
          * first, so that only a holder of the secret gets an address to UCX.
          */
-        private void acceptIpless(byte[] hello) {
+        private void acceptIpless(byte[] hello, HandshakeSlots.Slot slot) {
             AtomicReference<UcxEndpoint> ep = new AtomicReference<>();
             AtomicReference<UcxComm> comm = new AtomicReference<>();
             CompletableFuture<Void> peerGone = new CompletableFuture<>();
@@ -582,7 +583,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                 WorkerAddress clientAddress = WorkerAddress.of(h.workerAddress());
                 URI peer = workerUri(clientAddress, 0);
                 c = Watchdog.within(
-                        options.connectTimeout(), "handshake with " + peer, () -> forceClose(ep.get()), () -> {
+                        options.connectTimeout(), "handshake with " + peer, () -> forceClose(ep.get()), slot, () -> {
                             UcxEndpoint e = worker.await(
                                     worker.connectAsync(clientAddress, acceptedErrorHandler(comm, peerGone)));
                             ep.set(e);

@@ -24,23 +24,40 @@ final class Watchdog {
     private static final int RUNNING = 0;
     private static final int FINISHED = 1;
     private static final int TIMED_OUT = 2;
+    private static final int CUT_SHORT = 3;
 
     private Watchdog() {}
 
     static <T> T within(Duration limit, String what, Runnable abort, Callable<T> work) {
+        return within(limit, what, abort, null, work);
+    }
+
+    /**
+     * As {@link #within(Duration, String, Runnable, Callable)}, and the work may also be cut short before
+     * its deadline: {@code slot}'s eviction (a newcomer took its handshake slot) runs the abort the same way,
+     * and the caller gets a {@link CommException} that says so.
+     */
+    static <T> T within(Duration limit, String what, Runnable abort, HandshakeSlots.Slot slot, Callable<T> work) {
         AtomicInteger state = new AtomicInteger(RUNNING);
         CompletableFuture<Void> timer = CommTimers.after(limit, () -> {
             if (state.compareAndSet(RUNNING, TIMED_OUT)) {
                 abort.run();
             }
         });
+        if (slot != null) {
+            slot.onEvict(() -> {
+                if (state.compareAndSet(RUNNING, CUT_SHORT)) {
+                    abort.run();
+                }
+            });
+        }
         T result;
         try {
             result = work.call();
         } catch (Exception e) {
             timer.cancel(false);
             if (!state.compareAndSet(RUNNING, FINISHED)) {
-                throw timedOut(what, limit, e);
+                throw ended(state.get(), what, limit, e);
             }
             if (e instanceof CommException c) {
                 throw c;
@@ -49,8 +66,8 @@ final class Watchdog {
         }
         timer.cancel(false);
         if (!state.compareAndSet(RUNNING, FINISHED)) {
-            // The deadline won: the abort closed (or is closing) what the result is built on.
-            CommTimeoutException e = timedOut(what, limit, null);
+            // The deadline (or an eviction) won: the abort closed (or is closing) what the result is built on.
+            CommException e = ended(state.get(), what, limit, null);
             if (result instanceof AutoCloseable resource) {
                 try {
                     resource.close();
@@ -61,6 +78,15 @@ final class Watchdog {
             throw e;
         }
         return result;
+    }
+
+    private static CommException ended(int state, String what, Duration limit, Exception cause) {
+        if (state == CUT_SHORT) {
+            String message = what + " was cut short: every handshake slot was taken and this one, under way"
+                    + " longest, gave its slot to a newcomer (max-pending-handshakes, handshake-eviction-age)";
+            return cause == null ? new CommException(message) : new CommException(message, cause);
+        }
+        return timedOut(what, limit, cause);
     }
 
     private static CommTimeoutException timedOut(String what, Duration limit, Exception cause) {

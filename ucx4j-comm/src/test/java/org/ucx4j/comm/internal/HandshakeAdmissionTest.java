@@ -163,10 +163,12 @@ class HandshakeAdmissionTest {
     void connectionsBeyondTheTotalAreClosedAtOnce(String scheme) throws Exception {
         // tcp:// had no bound at all: any number of silent connections each held a thread and a socket
         // until connect-timeout.
+        // With eviction off: handshake-eviction-age 0 (the next test has it on).
         CommOptions o = options(
                 UcxConfig.builder()
                         .set(CommKeys.MAX_PENDING_HANDSHAKES, 4)
-                        .set(CommKeys.MAX_PENDING_HANDSHAKES_PER_SOURCE, 4),
+                        .set(CommKeys.MAX_PENDING_HANDSHAKES_PER_SOURCE, 4)
+                        .set(CommKeys.HANDSHAKE_EVICTION_AGE, Duration.ZERO),
                 Duration.ofSeconds(60));
         Listening l = listen(scheme, o);
         List<SocketChannel> silent = new ArrayList<>();
@@ -186,6 +188,59 @@ class HandshakeAdmissionTest {
                 .atMost(DEADLINE)
                 .ignoreExceptions()
                 .untilAsserted(() -> stillServes(l.listener().address(), o));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "ucx"})
+    void silentConnectionsFromManySourcesGiveWayToAnHonestClient(String scheme) throws Exception {
+        // Every slot taken by silent connections from four sources (the per-source bound cannot stop that):
+        // the honest client takes the oldest one's slot instead of waiting for connect-timeout (60 s).
+        CommOptions o = options(
+                UcxConfig.builder()
+                        .set(CommKeys.MAX_PENDING_HANDSHAKES, 4)
+                        .set(CommKeys.MAX_PENDING_HANDSHAKES_PER_SOURCE, 1)
+                        .set(CommKeys.HANDSHAKE_EVICTION_AGE, Duration.ofMillis(1)),
+                Duration.ofSeconds(60));
+        Listening l = listen(scheme, o);
+        List<SocketChannel> silent = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            SocketChannel s = socketFrom("127.0.0." + (30 + i), l.listener().address());
+            s.configureBlocking(false);
+            silent.add(s);
+            toClose.add(s);
+        }
+        await("four handshakes under way")
+                .atMost(DEADLINE)
+                .until(() -> l.slots().taken() == 4);
+        long started = System.nanoTime();
+        stillServes(l.listener().address(), o);
+        assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(30), "served long after it came");
+        // One silent connection was closed to make room (its handshake failed as cut short); the rest wait.
+        await("a silent connection closed").atMost(DEADLINE).until(() -> closedByPeer(silent) == 1);
+        await("the cut-short handshake counted").atMost(DEADLINE).until(() -> l.refusals() == 1);
+        assertTrue(l.lastRefusal().contains("was cut short"), l.lastRefusal());
+        assertEquals(1, closedByPeer(silent));
+        for (SocketChannel s : silent) {
+            s.close();
+        }
+        await("the slots back").atMost(DEADLINE).until(() -> l.slots().taken() == 0);
+    }
+
+    /** How many of the non-blocking sockets the listener has closed (a read sees the end). */
+    private static int closedByPeer(List<SocketChannel> sockets) throws Exception {
+        int n = 0;
+        ByteBuffer b = ByteBuffer.allocate(64);
+        for (SocketChannel s : sockets) {
+            b.clear();
+            try {
+                if (s.read(b) < 0) {
+                    n++;
+                }
+            } catch (java.io.IOException reset) {
+                n++;
+            }
+        }
+        return n;
     }
 
     private static final Pattern SUMMARY = Pattern.compile(": (\\d+) more refusals? in the last");

@@ -24,6 +24,7 @@ public final class ModuleKeyNames {
             Map.entry("max-in-flight-per-listener", "ucx4j-comm"),
             Map.entry("max-pending-handshakes", "ucx4j-comm"),
             Map.entry("max-pending-handshakes-per-source", "ucx4j-comm"),
+            Map.entry("handshake-eviction-age", "ucx4j-comm"),
             Map.entry("max-unclosed-bytes", "ucx4j-comm"),
             Map.entry("same-host-shared-memory", "ucx4j-comm"),
             Map.entry("auth", "ucx4j-comm"),
