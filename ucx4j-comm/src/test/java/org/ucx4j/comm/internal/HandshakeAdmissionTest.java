@@ -164,18 +164,10 @@ class HandshakeAdmissionTest {
         // tcp:// had no bound at all: any number of silent connections each held a thread and a socket
         // until connect-timeout.
         // With eviction off: handshake-eviction-age 0 (the next test has it on).
-        CommOptions o = options(
-                UcxConfig.builder()
-                        .set(CommKeys.MAX_PENDING_HANDSHAKES, 4)
-                        .set(CommKeys.MAX_PENDING_HANDSHAKES_PER_SOURCE, 4)
-                        .set(CommKeys.HANDSHAKE_EVICTION_AGE, Duration.ZERO),
-                Duration.ofSeconds(60));
+        CommOptions o = fourSlots(4, Duration.ZERO);
         Listening l = listen(scheme, o);
-        List<SocketChannel> silent = new ArrayList<>();
-        for (int i = 0; i < 4; i++) {
-            // From four sources, so that the total is what refuses the fifth.
-            silent.add(socketFrom("127.0.0." + (10 + i), l.listener().address()));
-        }
+        // From four sources, so that the total is what refuses the fifth.
+        List<SocketChannel> silent = silentFromFourSources(10, l.listener().address());
         try (SocketChannel fifth = socketFrom("127.0.0.20", l.listener().address())) {
             assertEquals(0, UcxListenerExposureTest.readToEnd(fifth).length);
         }
@@ -195,18 +187,11 @@ class HandshakeAdmissionTest {
     void silentConnectionsFromManySourcesGiveWayToAnHonestClient(String scheme) throws Exception {
         // Every slot taken by silent connections from four sources (the per-source bound cannot stop that):
         // the honest client takes the oldest one's slot instead of waiting for connect-timeout (60 s).
-        CommOptions o = options(
-                UcxConfig.builder()
-                        .set(CommKeys.MAX_PENDING_HANDSHAKES, 4)
-                        .set(CommKeys.MAX_PENDING_HANDSHAKES_PER_SOURCE, 1)
-                        .set(CommKeys.HANDSHAKE_EVICTION_AGE, Duration.ofMillis(1)),
-                Duration.ofSeconds(60));
+        CommOptions o = fourSlots(1, Duration.ofMillis(1));
         Listening l = listen(scheme, o);
-        List<SocketChannel> silent = new ArrayList<>();
-        for (int i = 0; i < 4; i++) {
-            SocketChannel s = socketFrom("127.0.0." + (30 + i), l.listener().address());
+        List<SocketChannel> silent = silentFromFourSources(30, l.listener().address());
+        for (SocketChannel s : silent) {
             s.configureBlocking(false);
-            silent.add(s);
             toClose.add(s);
         }
         await("four handshakes under way")
@@ -224,6 +209,25 @@ class HandshakeAdmissionTest {
             s.close();
         }
         await("the slots back").atMost(DEADLINE).until(() -> l.slots().taken() == 0);
+    }
+
+    /** Four handshake slots, {@code perSource} of them for one source; 60 s to connect. */
+    private static CommOptions fourSlots(int perSource, Duration evictionAge) {
+        return options(
+                UcxConfig.builder()
+                        .set(CommKeys.MAX_PENDING_HANDSHAKES, 4)
+                        .set(CommKeys.MAX_PENDING_HANDSHAKES_PER_SOURCE, perSource)
+                        .set(CommKeys.HANDSHAKE_EVICTION_AGE, evictionAge),
+                Duration.ofSeconds(60));
+    }
+
+    /** Four connections that never send, from 127.0.0.{@code firstHost} and the three addresses after it. */
+    private static List<SocketChannel> silentFromFourSources(int firstHost, URI listener) throws Exception {
+        List<SocketChannel> silent = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            silent.add(socketFrom("127.0.0." + (firstHost + i), listener));
+        }
+        return silent;
     }
 
     /** How many of the non-blocking sockets the listener has closed (a read sees the end). */
