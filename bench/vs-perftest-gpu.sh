@@ -32,7 +32,7 @@
 #
 # Environment (defaults for MEMORY=cuda; MEMORY=host: 10, 200, 2000, 10, 10, 0.5):
 #   MEMORY=cuda|host  ROUNDS=3  SERVER_GPU=0  CLIENT_GPU=0  PEH="on off"  ONLY="row ids"
-#   BW_ITERS=10000 (64 MiB)  MID_ITERS=10000 (1 MiB)  LAT_ITERS=1000 (8 B)  COMM_ITERS=10000 (comm_ucx)
+#   BW_ITERS=40000 (64 MiB)  MID_ITERS=10000 (1 MiB)  LAT_ITERS=1000 (8 B)  COMM_ITERS=40000 (comm_ucx)
 #   RATE_ITERS=1000000 (tag_rate_8)
 #   COMM_TCP_ITERS=50  WARMUP_TIME=1 (ucx4j --warmup-time)  WINDOW (ucx4j --window; default its own)
 #   DEADLINE (seconds: start no run after it, nor a round that would end after it)
@@ -60,9 +60,11 @@ if [ "$MEMORY" = host ]; then
 else
     # 64 MiB at ~1.3 TB/s: 10,000 messages are a 0.5 s window. With 1,000 (50 ms) one stall of the JVM
     # (a GC, a JIT deoptimisation) moved ucx4j's figure between 0.58x and 0.99x ucx_perftest from run to
-    # run of the same jars while ucx_perftest's stayed within 1% (docs/BENCHMARKS.md, session 6).
-    BW_ITERS=${BW_ITERS:-10000} MID_ITERS=${MID_ITERS:-10000} LAT_ITERS=${LAT_ITERS:-1000}
-    COMM_ITERS=${COMM_ITERS:-10000} COMM_TCP_ITERS=${COMM_TCP_ITERS:-50} WARMUP_TIME=${WARMUP_TIME:-1}
+    # run of the same jars while ucx_perftest's stayed within 1% (docs/BENCHMARKS.md, session 6). With
+    # 10,000 the comm's figure still moved 0.81-0.98x the core tag's between runs while the tag's moved
+    # 0.4%; 40,000 (2 s) gave 0.95-0.99 (session 9): the 64 MiB rows run 40,000, both tools alike.
+    BW_ITERS=${BW_ITERS:-40000} MID_ITERS=${MID_ITERS:-10000} LAT_ITERS=${LAT_ITERS:-1000}
+    COMM_ITERS=${COMM_ITERS:-40000} COMM_TCP_ITERS=${COMM_TCP_ITERS:-50} WARMUP_TIME=${WARMUP_TIME:-1}
     RATE_ITERS=${RATE_ITERS:-1000000}
     # ucx4j's CUDA defaults (two of UCXX's three: not MEMTYPE_CACHE=n, docs/GPU.md): here for both tools.
     CUDA_UCX_ENV=${CUDA_UCX_ENV-UCX_RNDV_THRESH=8192 UCX_RNDV_FRAG_MEM_TYPE=cuda}

@@ -10,6 +10,7 @@ import java.lang.foreign.ValueLayout;
 import java.net.URI;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.ucx4j.MemoryKind;
@@ -98,6 +99,53 @@ class NonHostFrameTest {
             assertEquals(2, serverSide.copies.get(), "server: one copy in, one copy out");
             assertEquals(2, clientSide.copies.get(), "client: one copy out, one copy in");
         }
+    }
+
+    @Test
+    void largeDeviceFramesOverTcpAreStagedInChunksAndArriveWhole() throws Exception {
+        // 8 MiB staging chunks: one frame of exactly two, one of two and a bit, one under one.
+        long chunk = 8L << 20; // TcpComm.STAGING_CHUNK
+        long[] sizes = {2 * chunk, 2 * chunk + 12_345, chunk - 1};
+        StandIn serverSide = new StandIn();
+        StandIn clientSide = new StandIn();
+        try (CommListener listener = Comms.listen(
+                        URI.create("tcp://127.0.0.1:0"),
+                        comm -> {
+                            try (comm;
+                                    Message m = comm.read()) {
+                                comm.write(m);
+                            }
+                        },
+                        CommOptions.builder()
+                                .allocator(FrameAllocator.host().with(serverSide))
+                                .build());
+                Comm comm = Comms.connect(
+                        listener.address(),
+                        CommOptions.builder()
+                                .allocator(FrameAllocator.host().with(clientSide))
+                                .build());
+                Arena arena = Arena.ofShared()) {
+            List<Frame> frames = new java.util.ArrayList<>();
+            for (int f = 0; f < sizes.length; f++) {
+                MemorySegment s = arena.allocate(sizes[f]);
+                for (long i = 0; i < sizes[f]; i += 4096) {
+                    s.set(ValueLayout.JAVA_BYTE, i, (byte) (i / 4096 * 31 + f));
+                }
+                s.set(ValueLayout.JAVA_BYTE, sizes[f] - 1, (byte) (f + 100));
+                frames.add(new Frame(s, MemoryKind.CUDA));
+            }
+            comm.write(Message.of(frames));
+            try (Message back = comm.read(java.time.Duration.ofSeconds(60))) {
+                for (int f = 0; f < sizes.length; f++) {
+                    assertEquals(MemoryKind.CUDA, back.frame(f).kind());
+                    assertEquals(
+                            -1L, back.frame(f).segment().mismatch(frames.get(f).segment()), "frame " + f);
+                }
+            }
+        }
+        // In: 2 + 3 + 1 chunks at each reader; out: one copy a frame at each writer.
+        assertEquals(6 + 3, serverSide.copies.get());
+        assertEquals(3 + 6, clientSide.copies.get());
     }
 
     @ParameterizedTest

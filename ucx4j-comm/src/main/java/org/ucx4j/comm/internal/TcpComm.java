@@ -10,8 +10,11 @@ import java.nio.channels.ClosedChannelException;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.Semaphore;
 import org.ucx4j.HostBufferPool;
 import org.ucx4j.MemoryKind;
@@ -45,6 +48,14 @@ final class TcpComm extends AbstractComm {
     private static final long HEAP_SLICE = 1 << 20;
     /** Native frames go out in slices this big (ByteBuffers stop at 2 GiB). */
     private static final long NATIVE_SLICE = 1L << 30;
+    /**
+     * A received device frame is staged through host memory this much at a time: each chunk is copied to
+     * the device while the socket fills the next (two chunks of host memory, used in turn).
+     */
+    static final long STAGING_CHUNK = 8L << 20;
+    /** Runs the staging copies of received device frames, one virtual thread each. */
+    private static final Executor STAGING_COPIES =
+            r -> Thread.ofVirtual().name("ucx4j-tcp-staging").start(r);
 
     private final SocketChannel channel;
     /**
@@ -196,12 +207,7 @@ final class TcpComm extends AbstractComm {
                 if (kind == MemoryKind.HOST) {
                     readFully(seg);
                 } else {
-                    // Device frames: the socket fills warm host memory, then the allocator copies it over.
-                    try (Arena staging = Arena.ofConfined()) {
-                        MemorySegment host = HostBufferPool.shared().allocate(t.sizes()[i], staging);
-                        readFully(host);
-                        options.allocator().copy(kind, seg, host);
-                    }
+                    readDeviceFrame(kind, seg);
                 }
                 frames.add(new Frame(seg, kind));
             }
@@ -210,6 +216,66 @@ final class TcpComm extends AbstractComm {
             throw e;
         }
         return Message.received(frames, scope);
+    }
+
+    /**
+     * Reads a frame of device memory: the socket fills warm host memory {@link #STAGING_CHUNK} at a time,
+     * and the allocator copies each chunk over on another thread while the next one is read, so that the
+     * copies hide behind the socket (before, a 64 MiB frame was read whole, then copied whole: over
+     * loopback TCP on the H100 machine that made device frames 0.63x as fast as host frames).
+     */
+    private void readDeviceFrame(MemoryKind kind, MemorySegment dst) throws IOException {
+        long size = dst.byteSize();
+        if (size == 0) {
+            return;
+        }
+        long chunk = Math.min(size, STAGING_CHUNK);
+        CompletableFuture<?>[] copying = new CompletableFuture<?>[2];
+        Arena staging = Arena.ofShared();
+        try {
+            MemorySegment[] host = {
+                HostBufferPool.shared().allocate(chunk, staging),
+                size > chunk ? HostBufferPool.shared().allocate(chunk, staging) : null
+            };
+            int k = 0;
+            for (long off = 0; off < size; off += chunk, k ^= 1) {
+                long n = Math.min(chunk, size - off);
+                awaitCopy(copying[k]); // this buffer's previous chunk is on the device
+                MemorySegment part = host[k].asSlice(0, n);
+                readFully(part);
+                MemorySegment to = dst.asSlice(off, n);
+                copying[k] =
+                        CompletableFuture.runAsync(() -> options.allocator().copy(kind, to, part), STAGING_COPIES);
+            }
+            awaitCopy(copying[0]);
+            awaitCopy(copying[1]);
+        } finally {
+            // A copy may still run when reading failed: the staging memory goes back only after it.
+            CompletableFuture.allOf(Arrays.stream(copying)
+                            .map(c -> c == null ? CompletableFuture.completedFuture(null) : c)
+                            .toArray(CompletableFuture[]::new))
+                    .handle((v, e) -> null)
+                    .join();
+            staging.close();
+        }
+    }
+
+    /** Waits for a staging copy; its failure is thrown as it was (an unchecked exception). */
+    private static void awaitCopy(CompletableFuture<?> copy) {
+        if (copy == null) {
+            return;
+        }
+        try {
+            copy.join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException r) {
+                throw r;
+            }
+            if (e.getCause() instanceof Error err) {
+                throw err;
+            }
+            throw e;
+        }
     }
 
     /** Makes at least {@code n} bytes available in {@code in} and returns a view of them (not consumed). */
