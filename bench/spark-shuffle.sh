@@ -180,6 +180,13 @@ for ((r = 1; r <= ROUNDS; r++)); do
         --conf "spark.ucx4j.transport=$TRANSPORT" ${UCX4J_CONF[@]+"${UCX4J_CONF[@]}"}
 done
 grep -h "ucx4j shuffle: remote blocks travel" "$RUN"/work/*/*/stderr | sed 's/.*INFO [A-Za-z]*: /executor: /' | sort -u >&2 || true
+# Refusals and retries in the executors' logs (ucx4j's handshake gate, Spark's fetch retries): a run that
+# had any says so, with the first few lines.
+problems=$(grep -h -e "refused" -e "Retrying fetch" -e "cut short" "$RUN"/work/*/*/stderr 2>/dev/null || true)
+if [ -n "$problems" ]; then
+    echo "executors logged $(wc -l <<<"$problems") refusal/retry line(s), first ones:" >&2
+    head -5 <<<"$problems" >&2
+fi
 
 python3 - "$RUN/results.jsonl" "$HTML" "$SIZE_MB" "$(nproc)" "$(uname -srm)" "$EXECUTORS" "$EXEC_CORES" <<'EOF'
 import html, json, statistics, sys
