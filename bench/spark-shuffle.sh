@@ -155,6 +155,8 @@ COMMON=(--master "$MASTER" --conf "spark.executor.cores=$EXEC_CORES" --conf "spa
     --conf spark.driver.host=127.0.0.1 --conf spark.ui.enabled=false --conf spark.shuffle.readHostLocalDisk=false
     --conf spark.serializer=org.apache.spark.serializer.KryoSerializer --conf spark.ui.showConsoleProgress=false
     --class org.ucx4j.spark.ShuffleBenchApp)
+# SPARK_EXTRA_CONF="k=v k=v": more Spark settings for every run (e.g. executors' JVM options for a profile).
+for c in ${SPARK_EXTRA_CONF:-}; do COMMON+=(--conf "$c"); done
 APP=("$RUN/app.jar" --size-mb "$SIZE_MB" --partitions "$PARTITIONS")
 
 run() { # LABEL SPARK-SUBMIT-OPTIONS...
