@@ -23,7 +23,8 @@
 #   MID_ITERS=10000    1 MiB messages (core vs perftest)   BW_ITERS=100        64 MiB messages (same)
 #   RT_ITERS=30000     1 KiB round trips (comm vs tag)     COMM_BW_ITERS       comm-vs-tag's messages per
 #                                                                              bandwidth run (default its own)
-#   WARMUP_TIME=0.5    ucx4j --warmup-time, every run
+#   WARMUP_TIME=5      ucx4j --warmup-time, every run (0.5 s left the comm 20-40% below its steady state:
+#                      docs/BENCHMARKS.md, "Warm-up decides the comm's host figures")
 #   HOST_UCX_ENV       UCX_* settings for both tools. Default: where nvidia-smi sees a GPU, ucx4j's CUDA
 #                      defaults (UCX_RNDV_THRESH=8192 UCX_RNDV_FRAG_MEM_TYPE=cuda, which ucx4j applies
 #                      to itself there), so that ucx_perftest runs with the same settings; else none
@@ -43,7 +44,7 @@ MID_ITERS=${MID_ITERS:-10000}
 BW_ITERS=${BW_ITERS:-100}
 RT_ITERS=${RT_ITERS:-30000}
 COMM_BW_ITERS=${COMM_BW_ITERS:-}
-WARMUP_TIME=${WARMUP_TIME:-0.5}
+WARMUP_TIME=${WARMUP_TIME:-5}
 UCX4J=${UCX4J:-$ROOT/bin/ucx4j}
 if [ -z "${HOST_UCX_ENV+set}" ]; then
     HOST_UCX_ENV=""
