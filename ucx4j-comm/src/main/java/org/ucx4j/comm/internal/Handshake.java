@@ -40,7 +40,7 @@ final class Handshake {
     /** "U4JH". */
     static final int MAGIC = 0x484A3455;
 
-    static final int VERSION = 2;
+    static final int VERSION = 3;
     static final int HELLO = 1;
     static final int PROOF = 2;
     static final int VERDICT = 3;

@@ -46,6 +46,9 @@ final class UcxComm extends AbstractComm {
     private final long peerTag;
     private final UcxRuntime runtime;
     private final MemorySegment headerBuffer;
+    /** Where control records from the peer arrive (one receive always posted). */
+    private final MemorySegment controlBuffer;
+
     private final Arena headerArena = Arena.ofShared();
     private final Object sendLock = new Object();
     private volatile boolean released;
@@ -83,6 +86,10 @@ final class UcxComm extends AbstractComm {
         this.peerTag = peerTag;
         this.runtime = runtime;
         this.headerBuffer = headerArena.allocate(INLINE_LIMIT, 64);
+        this.controlBuffer = headerArena.allocate(WireFormat.CONTROL_BYTES, 8);
+        runtime.watchFrames(myTag, this::strayFrame);
+        postControl();
+        postHeader();
         start();
         if (control != null) {
             Thread.ofVirtual().name("ucx4j-ucx-control").start(this::watchControl);
@@ -134,33 +141,72 @@ final class UcxComm extends AbstractComm {
 
     // ------------------------------------------------------------------ receiving
 
+    /*
+     * Flow control (docs/WIRE.md, "Flow control"). Headers arrive on this side's tag, into a receive
+     * that is always posted; each side may send CREDIT_WINDOW messages beyond those the other has
+     * handed to its reader, and a header beyond that fails the comm at once. Frames travel on the tag |
+     * FRAMES, and only after this side asked for them (a control record), which it does once it has
+     * memory for them and has posted their receives: so no frame of an honest peer is ever unexpected,
+     * and the runtime's drain fails the comm of any frame found there. Together they bound what a peer,
+     * hostile or merely faster than the reader, can make UCX hold for this comm.
+     */
+
+    /** Messages the peer may send beyond those handed to this side's reader. */
+    static final int CREDIT_WINDOW = 32;
+    /** A grant goes out once this many messages reached the reader since the last one. */
+    static final int GRANT_BATCH = 8;
+
     /**
-     * Messages this side receives ahead, in header order. Each needs its header, then its frames; the
-     * next header's receive is posted only after the previous message's frame receives (tag order),
-     * so several rendezvous transfers can be in flight while the reader works. Bounded by
-     * {@link #PIPELINE_DEPTH} messages and {@code max-in-flight} bytes of frames (256 MiB by default:
-     * four 64 MiB frames can be in flight; with 64 MiB the receiver had one 64 MiB message at a time, a
-     * round trip per message that GPU-to-GPU transfers, tens of microseconds each, feel), and by the
-     * listener's {@link InFlightBudget} for an accepted comm.
+     * Messages whose header arrived and that the reader has not taken yet, in order; with the end (close
+     * marker or failure) last. At most {@link #CREDIT_WINDOW} messages and the end.
      */
     private final ArrayDeque<Incoming> pipeline = new ArrayDeque<>();
-    /** A header receive is posted and not yet completed (at most one: they share the header buffer). */
-    private boolean headerPosted;
-    /** No more headers: the close marker or an error was seen. */
-    private boolean pipelineEnded;
-
+    /** Messages of the pipeline whose frames were not asked for yet, in order. */
+    private final ArrayDeque<Incoming> unadmitted = new ArrayDeque<>();
+    /** The listener's budget is being asked for the head of {@link #unadmitted}. */
+    private boolean admitting;
+    /** Messages whose frames were asked for and that the reader has not taken (at most {@link #PIPELINE_DEPTH}). */
+    private int admittedAhead;
+    /** Their frames' bytes (at most {@code max-in-flight}, but one message may go beyond). */
     private long pipelineBytes;
+    /** No header receive is posted again: the close marker, an error or the release came. */
+    private boolean headersEnded;
     /** Whether the reader side (AbstractComm) is waiting for the pipeline's head. */
     private boolean headWanted;
+    /** Message headers received (the close marker excluded). */
+    private long headersReceived;
+    /** Messages handed to the reader. */
+    private long delivered;
+    /** The most messages the peer was told it may send, counting from the first. */
+    private long grantedSent = CREDIT_WINDOW;
+    /** The last message whose frames this side asked for, and the last such number sent. */
+    private long framesWanted;
 
+    private long framesWantedSent;
+
+    /** Messages whose frames' receives may be posted ahead of the reader. */
     static final int PIPELINE_DEPTH = 8;
 
     /** One message being received: done with the message, or failed with an {@link End}. */
     private static final class Incoming {
         final CompletableFuture<Message> done = new CompletableFuture<>();
+        /** The message's number, counting from 1; 0 for the end. */
+        final long number;
+
+        final WireFormat.Header header;
+        final WireFormat.Table table;
+        /** Frames' bytes counted in {@code pipelineBytes} once admitted. */
         long bytes;
+
+        boolean admitted;
         /** Bytes reserved in the listener's budget: 0 none yet, -1 given back for good. */
         private final java.util.concurrent.atomic.AtomicLong reserved = new java.util.concurrent.atomic.AtomicLong();
+
+        Incoming(long number, WireFormat.Header header, WireFormat.Table table) {
+            this.number = number;
+            this.header = header;
+            this.table = table;
+        }
 
         /** Records a reservation; false when the message was dropped meanwhile (give it back). */
         boolean reserved(long n) {
@@ -194,43 +240,49 @@ final class UcxComm extends AbstractComm {
     protected void receiveOne() {
         Incoming head;
         synchronized (pipeline) {
-            fill();
             head = pipeline.peekFirst();
-            // With no head yet and the pipeline not ended, receiving is held back (max-unclosed-bytes):
-            // fill() delivers the next message it starts.
-            headWanted = head != null || !pipelineEnded;
+            headWanted = head != null || !headersEnded;
+            admitNext();
         }
-        if (head == null) {
-            // The pipeline ended and its last message was delivered (the end is already reported), or
-            // receiving waits for memory.
-            return;
+        if (head != null) {
+            head.done.whenComplete((m, err) -> deliverHead(head));
         }
-        head.done.whenComplete((m, err) -> deliverHead());
     }
 
-    /** Memory came back: receives ahead again. */
+    /** Memory came back: asks for frames, and grants, again. */
     private void refill() {
+        WireFormat.Control c;
         synchronized (pipeline) {
-            fill();
+            admitNext();
+            c = controlToSend();
         }
+        sendControl(c);
     }
 
-    /** The head message completed: hands it to the reader side, then refills. */
-    private void deliverHead() {
-        Incoming head;
+    /** The head message completed: hands it to the reader side, then admits and grants more. */
+    private void deliverHead(Incoming expected) {
+        WireFormat.Control c;
         synchronized (pipeline) {
-            if (!headWanted) {
+            if (!headWanted || pipeline.peekFirst() != expected) {
                 return;
             }
-            head = pipeline.pollFirst();
+            pipeline.pollFirst();
             headWanted = false;
-            pipelineBytes -= head.bytes;
-            fill();
+            if (expected.admitted) {
+                admittedAhead--;
+                pipelineBytes -= expected.bytes;
+            }
+            if (expected.number > 0) {
+                delivered++;
+            }
+            admitNext();
+            c = controlToSend();
         }
-        head.unreserve(listenerBudget);
+        expected.unreserve(listenerBudget);
+        sendControl(c);
         Message m;
         try {
-            m = head.done.join();
+            m = expected.done.join();
         } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException e) {
             Throwable t = e.getCause();
             if (t instanceof End end) {
@@ -243,72 +295,65 @@ final class UcxComm extends AbstractComm {
         received(m);
     }
 
-    /** With the pipeline's lock: posts the next header receive when there is room. */
-    private void fill() {
-        if (headerPosted
-                || pipelineEnded
-                || released
-                || pipeline.size() >= PIPELINE_DEPTH
-                || (pipelineBytes >= options.maxInFlight() && !pipeline.isEmpty())) {
-            return;
+    /** Posts the receive of the next header (always one, until the headers end). */
+    private void postHeader() {
+        try {
+            endpoint.worker().tagRecvAsync(headerBuffer, myTag, -1L, endpoint).whenComplete(this::onHeaderArrived);
+        } catch (RuntimeException e) { // the endpoint closed meanwhile
+            endHeaders(lostError(e), false);
         }
-        // Receiving stops while received messages hold more than max-unclosed-bytes (the gate is
-        // here, not in AbstractComm, so that messages already received ahead still reach the reader).
-        if (!scopes.admit(options.maxUnclosedBytes(), this::refill)) {
-            if (headWanted && pipeline.isEmpty()) {
-                watchForLeak(scopes);
-            }
-            return;
-        }
-        Incoming in = new Incoming();
-        boolean deliverWhenDone = headWanted && pipeline.isEmpty();
-        pipeline.addLast(in);
-        if (deliverWhenDone) {
-            // The reader asked while receiving was held back: this is the message it waits for.
-            in.done.whenComplete((m, err) -> deliverHead());
-        }
-        headerPosted = true;
-        endpoint.worker()
-                .tagRecvAsync(headerBuffer, myTag, -1L, endpoint)
-                .whenComplete((info, err) -> onHeaderArrived(in, info, err));
     }
 
-    private void onHeaderArrived(Incoming in, TagInfo info, Throwable err) {
+    private void onHeaderArrived(TagInfo info, Throwable err) {
         if (err != null) {
-            stop(in, lostError(err), false);
+            endHeaders(lostError(err), false);
             return;
         }
         try {
-            onHeader(in, info);
+            onHeader(info);
         } catch (End e) {
-            stop(in, e.reason, e.peerClosed);
+            endHeaders(e.reason, e.peerClosed);
         } catch (CommException e) {
-            stop(in, e, false);
+            endHeaders(e, false);
         } catch (RuntimeException e) {
-            stop(in, readFailure(e), false);
-        }
-    }
-
-    /** The header buffer is free again (the message's frames, if any, are posted): the next header may go. */
-    private void headerDone(Incoming in, long bytes) {
-        synchronized (pipeline) {
-            headerPosted = false;
-            in.bytes = bytes;
-            pipelineBytes += bytes;
-            fill();
+            endHeaders(readFailure(e), false);
         }
     }
 
     /**
-     * No more messages after {@code in}: it fails with the end, and no header receive is posted again
-     * ({@link #fill} checks {@code pipelineEnded} first, so a header receive still outstanding does
-     * not matter).
+     * No header comes after this one: the pipeline gets its end (delivered after the messages before
+     * it), and the tag is quarantined, so that whatever the peer sends there from now on is drained.
      */
-    private void stop(Incoming in, CommException cause, boolean peerClosed) {
+    private void endHeaders(CommException cause, boolean peerClosed) {
+        Incoming end = new Incoming(0, null, null);
+        end.done.completeExceptionally(new End(cause, peerClosed));
+        boolean deliver;
         synchronized (pipeline) {
-            pipelineEnded = true;
+            if (headersEnded) {
+                return;
+            }
+            headersEnded = true;
+            deliver = headWanted && pipeline.isEmpty();
+            pipeline.addLast(end);
         }
-        in.done.completeExceptionally(new End(cause, peerClosed));
+        runtime.quarantineTag(myTag);
+        if (deliver) {
+            deliverHead(end);
+        }
+    }
+
+    /**
+     * The peer broke flow control (a message beyond its grant, a frame not asked for, a bad control
+     * record): the comm fails at once, and what it holds is dropped, so that a flooding peer makes this
+     * side hold nothing more.
+     */
+    private void violated(String what) {
+        ended(new CommProtocolException("comm " + localAddress() + " <-> " + peerAddress() + ": " + what), false);
+    }
+
+    /** The runtime's drain found a frame on this comm's frame tag that this side never asked for. */
+    private void strayFrame() {
+        violated("the peer sent a frame this side had not asked for (flow control, docs/WIRE.md)");
     }
 
     /** A failure of this side while receiving a message (not the peer's fault, not a lost connection). */
@@ -328,7 +373,8 @@ final class UcxComm extends AbstractComm {
         ended(lostError(err), false);
     }
 
-    private void onHeader(Incoming in, TagInfo info) {
+    /** A header arrived in {@link #headerBuffer}: checks it, takes what it needs, posts the next receive. */
+    private void onHeader(TagInfo info) {
         long len = info.length();
         if (len < WireFormat.HEADER_BYTES) {
             throw new CommProtocolException(
@@ -341,31 +387,41 @@ final class UcxComm extends AbstractComm {
                             "comm " + localAddress() + " <-> " + peerAddress() + " was closed by the peer"),
                     true);
         }
+        long number;
+        long granted;
+        synchronized (pipeline) {
+            number = ++headersReceived;
+            granted = grantedSent;
+        }
+        if (number > granted) {
+            violated("the peer sent message " + number + " while granted " + granted + " (flow control: it may send "
+                    + CREDIT_WINDOW + " beyond those read, docs/WIRE.md)");
+            return;
+        }
         long tableEnd = WireFormat.HEADER_BYTES + h.tableBytes();
         if (len == WireFormat.HEADER_BYTES && h.frameCount() > 0 && tableEnd > INLINE_LIMIT) {
-            // A large table follows in a message of its own (bounded by max-frames); the next header
-            // may only be posted once this message's frame receives are.
+            // A large table follows on the header tag, in a message of its own (bounded by max-frames).
             Arena tableArena = Arena.ofShared();
             MemorySegment table = tableArena.allocate(h.tableBytes());
             endpoint.worker().tagRecvAsync(table, myTag, -1L, endpoint).whenComplete((ti, err) -> {
                 try {
                     if (err != null) {
-                        stop(in, lostError(err), false);
+                        endHeaders(lostError(err), false);
                     } else if (ti.length() != h.tableBytes()) {
-                        stop(
-                                in,
+                        endHeaders(
                                 new CommProtocolException(
                                         "frame table of " + ti.length() + " bytes, header said " + h.tableBytes()),
                                 false);
                     } else {
                         WireFormat.Table t = WireFormat.readTable(
                                 table, 0, h.frameCount(), options.maxFrameSize(), options.maxMessageSize());
-                        receiveFrames(in, h, t, -1);
+                        accept(new Incoming(number, h, t), -1);
+                        postHeader();
                     }
                 } catch (CommException e) {
-                    stop(in, e, false);
-                } catch (RuntimeException e) { // e.g. the frame allocator refused: fail the read, never lose it
-                    stop(in, readFailure(e), false);
+                    endHeaders(e, false);
+                } catch (RuntimeException e) {
+                    endHeaders(readFailure(e), false);
                 } finally {
                     tableArena.close();
                 }
@@ -382,56 +438,167 @@ final class UcxComm extends AbstractComm {
                 h.frameCount(),
                 options.maxFrameSize(),
                 options.maxMessageSize());
+        long inlineAt = -1;
         if ((h.flags() & WireFormat.FLAG_INLINE) != 0) {
             if (len != tableEnd + t.total()) {
                 throw new CommProtocolException(
                         "inline message of " + len + " bytes, header says " + (tableEnd + t.total()));
             }
-            receiveFrames(in, h, t, tableEnd);
-        } else {
-            if (len != tableEnd) {
-                throw new CommProtocolException("header message of " + len + " bytes, expected " + tableEnd);
+            inlineAt = tableEnd;
+        } else if (len != tableEnd) {
+            throw new CommProtocolException("header message of " + len + " bytes, expected " + tableEnd);
+        }
+        accept(new Incoming(number, h, t), inlineAt);
+        postHeader();
+    }
+
+    /**
+     * Puts a message whose header (and table) arrived into the pipeline: an inline message, or one
+     * without bytes, is complete at once (copied out of the header buffer); the others wait for
+     * admission, which asks the peer for their frames.
+     */
+    private void accept(Incoming in, long inlineAt) {
+        boolean complete = inlineAt >= 0 || in.table.total() == 0;
+        if (complete) {
+            try {
+                in.done.complete(allocate(in, inlineAt, null));
+            } catch (RuntimeException e) {
+                in.done.completeExceptionally(new End(e instanceof CommException ce ? ce : readFailure(e), false));
             }
-            receiveFrames(in, h, t, -1);
+        }
+        boolean deliver;
+        WireFormat.Control c = null;
+        synchronized (pipeline) {
+            if (headersEnded) { // released meanwhile
+                in.done.thenAccept(Message::close);
+                return;
+            }
+            deliver = headWanted && pipeline.isEmpty();
+            pipeline.addLast(in);
+            if (!complete) {
+                unadmitted.addLast(in);
+                admitNext();
+                c = controlToSend();
+            }
+        }
+        sendControl(c);
+        if (deliver) {
+            in.done.whenComplete((m, err) -> deliverHead(in));
         }
     }
 
     /**
-     * Receives a message's frames once the listener's budget has room for them (inline frames, already
-     * here, and clients' comms need none). While they wait, no later header is received either: the
-     * frames' receives must be posted before the next header's, since they share the tag.
+     * With the pipeline's lock: asks the peer for the frames of the next messages, in order, while there
+     * is room (depth, {@code max-in-flight}, {@code max-unclosed-bytes}, the listener's budget).
      */
-    private void receiveFrames(Incoming in, WireFormat.Header h, WireFormat.Table t, long inlineAt) {
-        long total = t.total();
-        if (listenerBudget == null || inlineAt >= 0 || total == 0) {
-            receiveFramesNow(in, h, t, inlineAt);
-            return;
+    private void admitNext() {
+        while (true) {
+            Incoming in = unadmitted.peekFirst();
+            if (in == null || admitting || released || admittedAhead >= PIPELINE_DEPTH) {
+                return;
+            }
+            if (pipelineBytes >= options.maxInFlight() && admittedAhead > 0) {
+                return;
+            }
+            // Receiving waits while received messages hold more than max-unclosed-bytes.
+            if (!scopes.admit(options.maxUnclosedBytes(), this::refill)) {
+                if (headWanted && pipeline.peekFirst() == in) {
+                    watchForLeak(scopes);
+                }
+                return;
+            }
+            unadmitted.pollFirst();
+            long total = in.table.total();
+            in.admitted = true;
+            in.bytes = total;
+            admittedAhead++;
+            pipelineBytes += total;
+            if (listenerBudget == null) {
+                postFrames(in);
+                continue;
+            }
+            admitting = true;
+            listenerBudget.reserve(total, () -> onReserved(in, total));
         }
-        listenerBudget.reserve(total, () -> {
+    }
+
+    /** The listener's budget has room for {@code in}'s frames (now, or after other messages were read). */
+    private void onReserved(Incoming in, long total) {
+        WireFormat.Control c;
+        synchronized (pipeline) {
+            admitting = false;
             if (released || !in.reserved(total)) { // dropped while waiting
                 listenerBudget.release(total);
                 in.unreserve(listenerBudget);
                 return;
             }
-            try {
-                receiveFramesNow(in, h, t, -1);
-            } catch (CommException e) {
-                stop(in, e, false);
-            } catch (RuntimeException e) {
-                stop(in, readFailure(e), false);
+            postFrames(in);
+            admitNext();
+            c = controlToSend();
+        }
+        sendControl(c);
+    }
+
+    /**
+     * With the pipeline's lock (frame receives must be posted in message order, as they share a tag):
+     * allocates {@code in}'s frames, posts their receives, and records that the peer may send them.
+     */
+    private void postFrames(Incoming in) {
+        List<MemorySegment> toReceive = new ArrayList<>();
+        Message m;
+        try {
+            m = allocate(in, -1, toReceive);
+        } catch (RuntimeException e) {
+            in.done.completeExceptionally(new End(e instanceof CommException ce ? ce : readFailure(e), false));
+            return;
+        }
+        long frameTag = myTag | UcxRuntime.FRAMES;
+        WireFormat.Header h = in.header;
+        CompletableFuture<?> all;
+        try {
+            if ((h.flags() & WireFormat.FLAG_MULTI_BUFFER) != 0) {
+                long total = in.bytes;
+                all = endpoint.worker()
+                        .tagRecvAsync(toReceive, frameTag, -1L, endpoint)
+                        .thenAccept(ti -> checkLength(ti, total, "multi-buffer frames"));
+            } else {
+                CompletableFuture<?>[] each = new CompletableFuture<?>[toReceive.size()];
+                for (int i = 0; i < each.length; i++) {
+                    long size = toReceive.get(i).byteSize();
+                    int index = i;
+                    each[i] = endpoint.worker()
+                            .tagRecvAsync(toReceive.get(i), frameTag, -1L, endpoint)
+                            .thenAccept(ti -> checkLength(ti, size, "frame " + index));
+                }
+                all = CompletableFuture.allOf(each);
+            }
+        } catch (RuntimeException e) { // the endpoint closed meanwhile
+            m.close();
+            in.done.completeExceptionally(new End(lostError(e), false));
+            return;
+        }
+        framesWanted = in.number;
+        all.whenComplete((v, err) -> {
+            if (err != null) {
+                m.close();
+                Throwable cause = Failures.unchecked(err);
+                in.done.completeExceptionally(
+                        new End(cause instanceof CommProtocolException p ? p : lostError(cause), false));
+            } else {
+                in.done.complete(m);
             }
         });
     }
 
     /**
-     * Allocates the frames and fills them: from the header buffer at {@code inlineAt}, or by receives;
-     * then lets the next header receive go.
+     * Allocates a message's frames in a scope of their own and fills the inline ones from the header
+     * buffer at {@code inlineAt}; or, with {@code toReceive}, lists the non-empty ones to receive.
      */
-    private void receiveFramesNow(Incoming in, WireFormat.Header h, WireFormat.Table t, long inlineAt) {
+    private Message allocate(Incoming in, long inlineAt, List<MemorySegment> toReceive) {
+        WireFormat.Header h = in.header;
+        WireFormat.Table t = in.table;
         Arena scope = scopes.forMessage(t.total(), h.frameCount());
         List<Frame> frames = new ArrayList<>(h.frameCount());
-        List<MemorySegment> toReceive = new ArrayList<>();
-        long expected = 0;
         try {
             long at = inlineAt;
             boolean multi = (h.flags() & WireFormat.FLAG_MULTI_BUFFER) != 0;
@@ -452,47 +619,54 @@ final class UcxComm extends AbstractComm {
                     }
                     MemorySegment.copy(headerBuffer, at, seg, 0, t.sizes()[i]);
                     at += t.sizes()[i];
-                } else if (t.sizes()[i] > 0) {
+                } else if (toReceive != null && t.sizes()[i] > 0) {
                     toReceive.add(seg);
-                    expected += t.sizes()[i];
                 }
             }
         } catch (RuntimeException e) {
             scope.close();
             throw e;
         }
-        if (toReceive.isEmpty()) {
-            headerDone(in, 0);
-            in.done.complete(Message.received(frames, scope));
+        return Message.received(frames, scope);
+    }
+
+    /**
+     * With the pipeline's lock: the control record to send now, or null. A grant goes once
+     * {@link #GRANT_BATCH} messages reached the reader since the last, and only while received messages
+     * hold less than {@code max-unclosed-bytes} (a reader that keeps what it reads stops its peer); a
+     * request for frames goes at once.
+     */
+    private WireFormat.Control controlToSend() {
+        if (released) {
+            return null;
+        }
+        long granted = grantedSent;
+        // After the close marker or an error no message may come: frames of earlier ones still may.
+        if (!headersEnded
+                && delivered + CREDIT_WINDOW - grantedSent >= GRANT_BATCH
+                && scopes.admit(options.maxUnclosedBytes(), this::refill)) {
+            granted = delivered + CREDIT_WINDOW;
+        }
+        if (granted == grantedSent && framesWanted == framesWantedSent) {
+            return null;
+        }
+        grantedSent = granted;
+        framesWantedSent = framesWanted;
+        return new WireFormat.Control(granted, framesWanted);
+    }
+
+    /** Sends a control record to the peer (cumulative counts: the peer keeps the largest it saw). */
+    private void sendControl(WireFormat.Control c) {
+        if (c == null) {
             return;
         }
-        CompletableFuture<?> all;
-        long total = expected;
-        if ((h.flags() & WireFormat.FLAG_MULTI_BUFFER) != 0) {
-            all = endpoint.worker()
-                    .tagRecvAsync(toReceive, myTag, -1L, endpoint)
-                    .thenAccept(ti -> checkLength(ti, total, "multi-buffer frames"));
-        } else {
-            CompletableFuture<?>[] each = new CompletableFuture<?>[toReceive.size()];
-            for (int i = 0; i < each.length; i++) {
-                long size = toReceive.get(i).byteSize();
-                int index = i;
-                each[i] = endpoint.worker()
-                        .tagRecvAsync(toReceive.get(i), myTag, -1L, endpoint)
-                        .thenAccept(ti -> checkLength(ti, size, "frame " + index));
-            }
-            all = CompletableFuture.allOf(each);
+        byte[] rec = new byte[WireFormat.CONTROL_BYTES];
+        WireFormat.writeControl(MemorySegment.ofArray(rec), c.granted(), c.framesUpTo());
+        try {
+            endpoint.tagSendAsync(rec, peerTag | UcxRuntime.CONTROL);
+        } catch (RuntimeException e) {
+            // Closed meanwhile: the comm is ending, nothing more to grant.
         }
-        headerDone(in, total);
-        all.whenComplete((v, err) -> {
-            if (err != null) {
-                scope.close();
-                Throwable cause = Failures.unchecked(err);
-                stop(in, cause instanceof CommProtocolException p ? p : lostError(cause), false);
-            } else {
-                in.done.complete(Message.received(frames, scope));
-            }
-        });
     }
 
     private static void checkLength(TagInfo ti, long expected, String what) {
@@ -502,6 +676,42 @@ final class UcxComm extends AbstractComm {
     }
 
     // ------------------------------------------------------------------ sending
+
+    /** A message on its way out: its header waits for credit, its frames for the peer's request. */
+    private static final class Outgoing {
+        final MemorySegment header;
+        /** The frame table when it travels apart (more than 511 frames), else null. */
+        final MemorySegment table;
+        /** What goes on the frame tag: one single-segment list per frame, or one gathered list ({@code multi}). */
+        final List<List<MemorySegment>> frames;
+
+        final boolean multi;
+
+        final CompletableFuture<Void> result = new CompletableFuture<>();
+        final List<CompletableFuture<Void>> sends = new ArrayList<>(2);
+        /** Its number once its header went, counting from 1. */
+        long number;
+
+        Outgoing(MemorySegment header, MemorySegment table, List<List<MemorySegment>> frames, boolean multi) {
+            this.header = header;
+            this.table = table;
+            this.frames = frames;
+            this.multi = multi;
+        }
+    }
+
+    /** Messages whose headers went (guarded by sendLock), and the most the peer granted. */
+    private long headersSent;
+
+    private long creditFromPeer = CREDIT_WINDOW;
+    /** The last message whose frames the peer asked for. */
+    private long framesAskedUpTo;
+    /** Messages waiting for credit, in order (sendLock). */
+    private final ArrayDeque<Outgoing> waitingCredit = new ArrayDeque<>();
+    /** Messages whose header went and whose frames wait for the peer's request, in order (sendLock). */
+    private final ArrayDeque<Outgoing> waitingRequest = new ArrayDeque<>();
+    /** The close marker, once asked for while messages still waited for credit (sendLock). */
+    private CompletableFuture<Void> closeMarker;
 
     @Override
     protected CompletableFuture<Void> send(Message message, boolean callerWaits) {
@@ -526,46 +736,43 @@ final class UcxComm extends AbstractComm {
             tableAt = 0;
         }
         WireFormat.writeTable(table, tableAt, frames);
+        List<List<MemorySegment>> toSend = new ArrayList<>();
         if (inline) {
             long at = tableEnd;
             for (Frame f : frames) {
                 MemorySegment.copy(f.segment(), 0, hs, at, f.size());
                 at += f.size();
             }
+        } else if (multi) {
+            List<MemorySegment> segs = new ArrayList<>(n);
+            for (Frame f : frames) {
+                if (f.size() > 0) {
+                    segs.add(f.segment());
+                }
+            }
+            if (!segs.isEmpty()) {
+                toSend.add(segs);
+            }
+        } else {
+            for (Frame f : frames) {
+                if (f.size() > 0) {
+                    toSend.add(List.of(f.segment()));
+                }
+            }
         }
-        List<CompletableFuture<Void>> sends = new ArrayList<>(inline ? 1 : n + 2);
+        Outgoing o = new Outgoing(hs, tableApart ? table : null, toSend, multi);
         synchronized (sendLock) {
             if (released) {
                 return CompletableFuture.failedFuture(closedError("write to"));
             }
             sending++;
-            sends.add(endpoint.tagSendAsync(hs, peerTag));
-            if (tableApart) {
-                sends.add(endpoint.tagSendAsync(table, peerTag));
-            }
-            if (!inline) {
-                if (multi) {
-                    List<MemorySegment> segs = new ArrayList<>(n);
-                    for (Frame f : frames) {
-                        if (f.size() > 0) {
-                            segs.add(f.segment());
-                        }
-                    }
-                    if (!segs.isEmpty()) {
-                        sends.add(endpoint.tagSendAsync(segs, peerTag));
-                    }
-                } else {
-                    for (Frame f : frames) {
-                        if (f.size() > 0) {
-                            sends.add(endpoint.tagSendAsync(f.segment(), peerTag));
-                        }
-                    }
-                }
+            if (waitingCredit.isEmpty() && headersSent < creditFromPeer) {
+                sendHeader(o);
+            } else {
+                waitingCredit.addLast(o);
             }
         }
-        CompletableFuture<Void> done =
-                sends.size() == 1 ? sends.get(0) : CompletableFuture.allOf(sends.toArray(CompletableFuture<?>[]::new));
-        return done.handle((v, err) -> {
+        return o.result.handle((v, err) -> {
             sent();
             if (err != null) {
                 if (isClosed()) {
@@ -585,25 +792,143 @@ final class UcxComm extends AbstractComm {
         });
     }
 
+    /** With sendLock: sends a message's header (and table); its frames wait for the peer's request. */
+    private void sendHeader(Outgoing o) {
+        o.number = ++headersSent;
+        try {
+            o.sends.add(endpoint.tagSendAsync(o.header, peerTag));
+            if (o.table != null) {
+                o.sends.add(endpoint.tagSendAsync(o.table, peerTag));
+            }
+        } catch (RuntimeException e) {
+            o.result.completeExceptionally(e);
+            return;
+        }
+        if (o.frames.isEmpty()) {
+            finishWhenSent(o);
+        } else if (framesAskedUpTo >= o.number) {
+            sendFrames(o);
+        } else {
+            waitingRequest.addLast(o);
+        }
+    }
+
+    /** With sendLock: sends a message's frames on the peer's frame tag, which asked for them. */
+    private void sendFrames(Outgoing o) {
+        long frameTag = peerTag | UcxRuntime.FRAMES;
+        try {
+            for (List<MemorySegment> f : o.frames) {
+                o.sends.add(o.multi ? endpoint.tagSendAsync(f, frameTag) : endpoint.tagSendAsync(f.get(0), frameTag));
+            }
+        } catch (RuntimeException e) {
+            o.result.completeExceptionally(e);
+            return;
+        }
+        finishWhenSent(o);
+    }
+
+    private static void finishWhenSent(Outgoing o) {
+        CompletableFuture<Void> all = o.sends.size() == 1
+                ? o.sends.get(0)
+                : CompletableFuture.allOf(o.sends.toArray(CompletableFuture<?>[]::new));
+        all.whenComplete((v, err) -> {
+            if (err != null) {
+                o.result.completeExceptionally(err);
+            } else {
+                o.result.complete(null);
+            }
+        });
+    }
+
+    /** Posts the receive of the next control record (always one, until the endpoint closes). */
+    private void postControl() {
+        try {
+            endpoint.worker()
+                    .tagRecvAsync(controlBuffer, myTag | UcxRuntime.CONTROL, -1L, endpoint)
+                    .whenComplete(this::onControl);
+        } catch (RuntimeException e) {
+            // The endpoint closed: nothing more to send.
+        }
+    }
+
+    /** A control record arrived: more credit, or a request for frames; sends what waited for it. */
+    private void onControl(TagInfo info, Throwable err) {
+        if (err != null) {
+            return; // the endpoint closed or failed: the comm learns it elsewhere
+        }
+        WireFormat.Control c;
+        try {
+            c = WireFormat.readControl(controlBuffer, info.length());
+        } catch (CommProtocolException e) {
+            violated(e.getMessage());
+            return;
+        }
+        String wrong = null;
+        synchronized (sendLock) {
+            if (c.framesUpTo() > headersSent) {
+                wrong = "the peer asked for the frames of message " + c.framesUpTo() + "; " + headersSent
+                        + " were sent";
+            } else if (!released) {
+                // Cumulative counts: records may pass each other, the largest wins.
+                creditFromPeer = Math.max(creditFromPeer, c.granted());
+                framesAskedUpTo = Math.max(framesAskedUpTo, c.framesUpTo());
+                while (!waitingRequest.isEmpty() && waitingRequest.peekFirst().number <= framesAskedUpTo) {
+                    sendFrames(waitingRequest.pollFirst());
+                }
+                while (!waitingCredit.isEmpty() && headersSent < creditFromPeer) {
+                    sendHeader(waitingCredit.pollFirst());
+                }
+                if (waitingCredit.isEmpty() && closeMarker != null && !closeSent) {
+                    sendCloseMarker();
+                }
+            }
+        }
+        if (wrong != null) {
+            violated(wrong);
+            return;
+        }
+        postControl();
+    }
+
     @Override
     protected CompletableFuture<Void> sendClose() {
-        byte[] head = new byte[WireFormat.HEADER_BYTES];
-        WireFormat.writeHeader(MemorySegment.ofArray(head), 0, WireFormat.TYPE_CLOSE, 0, 0);
         CompletableFuture<Void> marker;
         CompletableFuture<Void> before;
         synchronized (sendLock) {
             if (released) {
                 return CompletableFuture.failedFuture(closedError("close"));
             }
-            marker = endpoint.tagSendAsync(head, peerTag);
-            closeSent = true;
+            closeMarker = new CompletableFuture<>();
+            marker = closeMarker;
             drained = new CompletableFuture<>();
             before = drained;
+            if (waitingCredit.isEmpty()) {
+                sendCloseMarker();
+            }
             if (sending == 0) {
                 drained.complete(null);
             }
         }
         return CompletableFuture.allOf(marker, before).thenCompose(v -> endpoint.flushAsync());
+    }
+
+    /** With sendLock: the close marker goes, after every header (it needs no credit). */
+    private void sendCloseMarker() {
+        byte[] head = new byte[WireFormat.HEADER_BYTES];
+        WireFormat.writeHeader(MemorySegment.ofArray(head), 0, WireFormat.TYPE_CLOSE, 0, 0);
+        closeSent = true;
+        CompletableFuture<Void> marker = closeMarker;
+        try {
+            endpoint.tagSendAsync(head, peerTag).whenComplete((v, err) -> {
+                if (err != null) {
+                    marker.completeExceptionally(err);
+                } else {
+                    marker.complete(null);
+                }
+            });
+        } catch (RuntimeException e) {
+            marker.completeExceptionally(e);
+        }
     }
 
     /** A message's sends completed (or failed). */
@@ -617,6 +942,15 @@ final class UcxComm extends AbstractComm {
         if (d != null) {
             d.complete(null);
         }
+    }
+
+    /** With sendLock, once released: messages that wait for credit or a request fail (they never go). */
+    private List<Outgoing> takeWaiting() {
+        List<Outgoing> w = new ArrayList<>(waitingCredit);
+        w.addAll(waitingRequest);
+        waitingCredit.clear();
+        waitingRequest.clear();
+        return w;
     }
 
     // ------------------------------------------------------------------ the rest
@@ -645,11 +979,25 @@ final class UcxComm extends AbstractComm {
     protected void release(boolean graceful) {
         dropPipeline();
         CloseMode mode;
+        List<Outgoing> unsent;
+        CompletableFuture<Void> marker = null;
         synchronized (sendLock) {
             if (released) {
                 return;
             }
             released = true;
+            unsent = takeWaiting();
+            if (closeMarker != null && !closeSent) {
+                marker = closeMarker;
+            }
+        }
+        for (Outgoing o : unsent) {
+            o.result.completeExceptionally(closedError("write to"));
+        }
+        if (marker != null) {
+            marker.completeExceptionally(closedError("close"));
+        }
+        synchronized (sendLock) {
             if (graceful && closeSent) {
                 if (runtime.lingering(this)) {
                     lingering = true;
@@ -669,9 +1017,10 @@ final class UcxComm extends AbstractComm {
     private void dropPipeline() {
         List<Incoming> dropped;
         synchronized (pipeline) {
-            pipelineEnded = true;
+            headersEnded = true;
             dropped = new ArrayList<>(pipeline);
             pipeline.clear();
+            unadmitted.clear();
             headWanted = false;
         }
         for (Incoming in : dropped) {
@@ -730,5 +1079,19 @@ final class UcxComm extends AbstractComm {
 
     long myTag() {
         return myTag;
+    }
+
+    /** Messages of this side waiting for the peer's credit (tests). */
+    int waitingForCredit() {
+        synchronized (sendLock) {
+            return waitingCredit.size();
+        }
+    }
+
+    /** Message headers this side received so far (tests). */
+    long headersReceived() {
+        synchronized (pipeline) {
+            return headersReceived;
+        }
     }
 }

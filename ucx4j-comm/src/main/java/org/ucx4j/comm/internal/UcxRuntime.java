@@ -32,8 +32,10 @@ import org.ucx4j.comm.CommKeys;
  * <p>Tags (docs/WIRE.md, "Tags"): UCX matches tags per worker, not per endpoint, so a tag is all
  * that keeps a peer's messages out of another peer's comm. Each comm (and each IP-less handshake)
  * receives on a tag drawn at random ({@link #nextTag()}): this runtime's 16-bit random prefix, then
- * 48 random bits, redrawn while in use here; a comm's tag is told to its peer only after the
- * handshake authenticated it. Listeners receive the first HELLO of IP-less clients on accept tags
+ * 46 random bits and two zero bits, redrawn while in use here; a comm's tag is told to its peer only
+ * after the handshake authenticated it. A comm uses its tag's three neighbours: the tag itself for
+ * message headers, {@code | 1} ({@link #FRAMES}) for frames, {@code | 2} ({@link #CONTROL}) for flow
+ * control records. Listeners receive the first HELLO of IP-less clients on accept tags
  * ({@link #nextAcceptTag()}), a public range of their own ({@link #ACCEPT_TAGS}) that a client
  * names by number in the {@code ucx-worker://} address; the prefix never equals theirs.
  *
@@ -48,6 +50,12 @@ final class UcxRuntime {
     static final long ACCEPT_TAGS = 0x55344AFF00000000L;
     /** The bits of a tag that hold a runtime's random prefix. */
     static final long PREFIX_MASK = 0xFFFF000000000000L;
+    /** The low bits of a comm's tags that say what travels there: 0 headers, 1 frames, 2 control records. */
+    static final long CHANNEL_MASK = 3L;
+    /** A comm's frames travel on its tag {@code | FRAMES}. */
+    static final long FRAMES = 1L;
+    /** A comm's flow control records travel on its tag {@code | CONTROL}. */
+    static final long CONTROL = 2L;
     /** How often unexpected messages to no live tag are discarded. */
     static final java.time.Duration DRAIN_INTERVAL = java.time.Duration.ofMillis(100);
     /** The most messages one drain round discards per probe pattern (the rest wait for the next). */
@@ -128,8 +136,15 @@ final class UcxRuntime {
     final UcxWorker worker;
     /** This runtime's tag prefix, in the top 16 bits; never that of {@link #ACCEPT_TAGS}. */
     private final long prefix;
-    /** Tags some comm or handshake of this worker receives on (accept tags excluded). */
+    /** Tags some comm or handshake of this worker receives on (accept tags excluded; low bits zero). */
     private final Set<Long> liveTags = ConcurrentHashMap.newKeySet();
+    /**
+     * Tags still held (never drawn again) whose unexpected messages the drain discards: a comm that saw
+     * its peer's close marker or a protocol error receives nothing more there.
+     */
+    private final Set<Long> quarantined = ConcurrentHashMap.newKeySet();
+    /** What to tell a comm whose frame tag got a frame it never asked for (flow control, docs/WIRE.md). */
+    private final Map<Long, Runnable> strayFrameHandlers = new ConcurrentHashMap<>();
     /** The next drain round; guarded by itself. */
     private final java.util.concurrent.atomic.AtomicReference<CompletableFuture<Void>> drainTimer =
             new java.util.concurrent.atomic.AtomicReference<>();
@@ -244,16 +259,36 @@ final class UcxRuntime {
      */
     long nextTag() {
         while (true) {
-            long t = prefix | (RANDOM.nextLong() & ~PREFIX_MASK);
-            if (liveTags.add(t)) {
+            long t = prefix | (RANDOM.nextLong() & ~PREFIX_MASK & ~CHANNEL_MASK);
+            if (!quarantined.contains(t) && liveTags.add(t)) {
                 return t;
             }
         }
     }
 
+    /**
+     * Tells the drain which comm owns {@code tag}'s frame channel: a frame found there unexpected is one
+     * the comm never asked for ({@code handler} fails the comm; the frame is discarded).
+     */
+    void watchFrames(long tag, Runnable handler) {
+        strayFrameHandlers.put(tag, handler);
+    }
+
+    /**
+     * A comm's tag that receives nothing more (close marker seen, protocol error): its unexpected
+     * messages are discarded from now on, but it is not drawn again until {@link #releaseTag}.
+     */
+    void quarantineTag(long tag) {
+        quarantined.add(tag);
+        strayFrameHandlers.remove(tag);
+        liveTags.remove(tag);
+    }
+
     /** A tag nobody receives on any more: its messages are drained from now on. */
     void releaseTag(long tag) {
+        strayFrameHandlers.remove(tag);
         liveTags.remove(tag);
+        quarantined.remove(tag);
     }
 
     /** How many unexpected messages the drain discarded since this runtime started. */
@@ -289,9 +324,11 @@ final class UcxRuntime {
 
     /**
      * Discards unexpected messages that no comm will receive: every one whose tag differs from the
-     * prefix in some bit (one probe pattern per prefix bit), then, inside the prefix, the oldest while
-     * its tag is not live. A live tag's message at the head stops the second part until its comm reads
-     * it (UCX's probe shows only the oldest match); those behind it wait for the next round.
+     * prefix in some bit (one probe pattern per prefix bit); then every frame-channel message (a comm
+     * posts its frame receives before it lets its peer send them, so an unexpected frame is one nobody
+     * asked for: its comm, if live, fails); then, inside the prefix, the oldest while its tag is not
+     * live. A live tag's message at the head stops the last part until its comm reads it (UCX's probe
+     * shows only the oldest match); those behind it wait for the next round.
      *
      * @return how many messages were discarded
      */
@@ -302,8 +339,20 @@ final class UcxRuntime {
             n += worker.tagDiscard(~prefix & bit, bit, DRAIN_BATCH);
         }
         for (int i = 0; i < DRAIN_BATCH; i++) {
+            java.util.Optional<org.ucx4j.TagInfo> frame = worker.tagProbe(prefix | FRAMES, PREFIX_MASK | CHANNEL_MASK);
+            if (frame.isEmpty()) {
+                break;
+            }
+            long tag = frame.get().senderTag();
+            n += worker.tagDiscard(tag, -1L, 1);
+            Runnable stray = strayFrameHandlers.remove(tag & ~CHANNEL_MASK);
+            if (stray != null) {
+                stray.run();
+            }
+        }
+        for (int i = 0; i < DRAIN_BATCH; i++) {
             java.util.Optional<org.ucx4j.TagInfo> head = worker.tagProbe(prefix, PREFIX_MASK);
-            if (head.isEmpty() || liveTags.contains(head.get().senderTag())) {
+            if (head.isEmpty() || liveTags.contains(head.get().senderTag() & ~CHANNEL_MASK)) {
                 break;
             }
             n += worker.tagDiscard(head.get().senderTag(), -1L, 1);

@@ -28,6 +28,10 @@ final class WireFormat {
     static final int ENTRY_BYTES = 16;
     static final int TYPE_MESSAGE = 0;
     static final int TYPE_CLOSE = 1;
+    /** ucx: a flow control record, on the control tag only (docs/WIRE.md, "Flow control"). */
+    static final int TYPE_CONTROL = 2;
+    /** A flow control record: the 16-byte header, then u64 messages granted, u64 frames wanted up to. */
+    static final int CONTROL_BYTES = 32;
     /** ucx: every non-empty frame follows in one scatter-gather message. */
     static final int FLAG_MULTI_BUFFER = 1;
     /** ucx: the frames' bytes follow the table inside the header message. */
@@ -51,6 +55,12 @@ final class WireFormat {
             return (long) frameCount * ENTRY_BYTES;
         }
     }
+
+    /**
+     * A decoded flow control record: the peer may have sent {@code granted} messages in all, and may
+     * send the frames of its messages up to number {@code framesUpTo} (both counted from 1, cumulative).
+     */
+    record Control(long granted, long framesUpTo) {}
 
     /** A decoded frame table. */
     record Table(long[] sizes, MemoryKind[] kinds) {
@@ -114,6 +124,41 @@ final class WireFormat {
             throw new CommProtocolException("close header with " + count + " frames and flags " + flags);
         }
         return new Header(type, flags, (int) count);
+    }
+
+    static void writeControl(MemorySegment dst, long granted, long framesUpTo) {
+        writeHeader(dst, 0, TYPE_CONTROL, 0, 0);
+        dst.set(U64, HEADER_BYTES, granted);
+        dst.set(U64, HEADER_BYTES + 8, framesUpTo);
+    }
+
+    /**
+     * Decodes and checks a flow control record of {@code length} bytes.
+     *
+     * @throws CommProtocolException naming what is wrong
+     */
+    static Control readControl(MemorySegment src, long length) {
+        if (length != CONTROL_BYTES) {
+            throw new CommProtocolException(
+                    "flow control record of " + length + " bytes (a record has " + CONTROL_BYTES + ")");
+        }
+        int magic = src.get(U32, 0);
+        int version = src.get(JAVA_BYTE, 4) & 0xff;
+        int type = src.get(JAVA_BYTE, 5) & 0xff;
+        if (magic != MAGIC
+                || version != VERSION
+                || type != TYPE_CONTROL
+                || src.get(U16, 6) != 0
+                || src.get(U64, 8) != 0) {
+            throw new CommProtocolException(String.format(
+                    "not a ucx4j-comm flow control record: magic 0x%08x, version %d, type %d", magic, version, type));
+        }
+        long granted = src.get(U64, HEADER_BYTES);
+        long framesUpTo = src.get(U64, HEADER_BYTES + 8);
+        if (granted < 0 || framesUpTo < 0) {
+            throw new CommProtocolException("flow control record with a negative count");
+        }
+        return new Control(granted, framesUpTo);
     }
 
     /**
