@@ -710,6 +710,12 @@ final class UcxComm extends AbstractComm {
     private final ArrayDeque<Outgoing> waitingCredit = new ArrayDeque<>();
     /** Messages whose header went and whose frames wait for the peer's request, in order (sendLock). */
     private final ArrayDeque<Outgoing> waitingRequest = new ArrayDeque<>();
+    /** Control records that raised a count, and those that did not (overtaken, or a hostile repeat). */
+    private long controlAdvances;
+
+    private long controlStale;
+    /** Records that change nothing tolerated beyond those that did. */
+    static final int STALE_CONTROL_ALLOWANCE = 16;
     /** The close marker, once asked for while messages still waited for credit (sendLock). */
     private CompletableFuture<Void> closeMarker;
 
@@ -865,10 +871,21 @@ final class UcxComm extends AbstractComm {
         }
         String wrong = null;
         synchronized (sendLock) {
+            boolean advances = c.granted() > creditFromPeer || c.framesUpTo() > framesAskedUpTo;
             if (c.framesUpTo() > headersSent) {
                 wrong = "the peer asked for the frames of message " + c.framesUpTo() + "; " + headersSent
                         + " were sent";
+            } else if (c.granted() > headersSent + CREDIT_WINDOW) {
+                wrong = "the peer granted " + c.granted() + " messages; it cannot have read more than the "
+                        + headersSent + " sent";
+            } else if (!advances && ++controlStale > controlAdvances + STALE_CONTROL_ALLOWANCE) {
+                // An honest peer's records each raise a count (one that was overtaken does not): a
+                // peer repeating them only keeps this side's progress thread busy.
+                wrong = "the peer sent " + controlStale + " flow control records that changed nothing";
             } else if (!released) {
+                if (advances) {
+                    controlAdvances++;
+                }
                 // Cumulative counts: records may pass each other, the largest wins.
                 creditFromPeer = Math.max(creditFromPeer, c.granted());
                 framesAskedUpTo = Math.max(framesAskedUpTo, c.framesUpTo());

@@ -220,6 +220,48 @@ class UcxFlowControlTest {
         stillServes(l);
     }
 
+    @Test
+    void controlRecordsThatChangeNothingFailTheCommOnceBeyondTheAllowance() throws Exception {
+        CommOptions o = options();
+        UcxTransport.Listener l = listen(o);
+        try (RawUcxClient r = new RawUcxClient(l.address())) {
+            r.handshake(o, l.address().toString());
+            UcxComm server = accepted.poll(DEADLINE.toSeconds(), TimeUnit.SECONDS);
+            ByteBuffer rec = ByteBuffer.allocate(WireFormat.CONTROL_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+            rec.put(HostileInputTest.header(WireFormat.MAGIC, WireFormat.VERSION, WireFormat.TYPE_CONTROL, 0, 0));
+            rec.putLong(UcxComm.CREDIT_WINDOW).putLong(0); // the initial grant again: valid, and changes nothing
+            for (int i = 0; i < UcxComm.STALE_CONTROL_ALLOWANCE; i++) {
+                r.endpoint.tagSend(rec.array(), r.result.peerTag() | UcxRuntime.CONTROL);
+            }
+            // Within the allowance (records may overtake each other): the comm lives.
+            stillOpenAfterAMessage(r, server);
+            for (int i = 0; i < 1000 && !server.isClosed(); i++) {
+                r.endpoint.tagSend(rec.array(), r.result.peerTag() | UcxRuntime.CONTROL);
+            }
+            await("the comm failed").atMost(DEADLINE).until(server::isClosed);
+        }
+        readersGo.countDown();
+        Object end = null;
+        for (Object got = serverSide.poll(DEADLINE.toSeconds(), TimeUnit.SECONDS);
+                got != null;
+                got = serverSide.poll(DEADLINE.toSeconds(), TimeUnit.SECONDS)) {
+            if (got instanceof Throwable) {
+                end = got;
+                break;
+            }
+        }
+        assertTrue(end instanceof CommProtocolException, "expected a protocol error, got " + end);
+        assertTrue(((Throwable) end).getMessage().contains("changed nothing"), ((Throwable) end).getMessage());
+        stillServes(l);
+    }
+
+    /** The raw client's message reaches the listener's comm, which is then still open. */
+    private static void stillOpenAfterAMessage(RawUcxClient r, UcxComm server) {
+        r.sendToComm(UcxListenerExposureTest.inlineMessage("alive".getBytes(StandardCharsets.UTF_8)));
+        await("the message at the listener").atMost(DEADLINE).until(() -> server.headersReceived() == 1);
+        assertTrue(!server.isClosed(), "the comm failed within the allowance");
+    }
+
     /** An honest client gets its message through (the listener's comms read once {@link #readersGo} opened). */
     private void stillServes(UcxTransport.Listener l) throws Exception {
         readersGo.countDown();
