@@ -52,10 +52,15 @@ class UnclosedMessagesTest {
 
     /** Writes {@code count} messages of 1 MiB (one buffer, written again and again), then closes. */
     static CommHandler writer(int count) {
+        return writer(count, MIB);
+    }
+
+    /** Writes {@code count} messages of {@code size} bytes (one buffer, written again and again), then closes. */
+    static CommHandler writer(int count, long size) {
         return comm -> {
             try (comm;
                     Arena arena = Arena.ofShared()) {
-                MemorySegment payload = arena.allocate(MIB);
+                MemorySegment payload = arena.allocate(size);
                 for (int i = 0; i < count; i++) {
                     comm.write(Message.of(Frame.host(payload)));
                 }
@@ -121,6 +126,30 @@ class UnclosedMessagesTest {
             assertTrue(kept.size() * MIB <= 2 * BUDGET + 256 * MIB, "kept " + kept.size());
             // What was kept is still good: the comm failed, the messages did not.
             assertEquals(MIB, kept.get(kept.size() - 1).frame(0).size());
+        } finally {
+            kept.forEach(Message::close);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"ucx://127.0.0.1:0", "tcp://127.0.0.1:0"})
+    void smallMessagesKeptPastTheBudgetFailTheReaderWithAnErrorNamingTheLeak(String address) throws Exception {
+        // 4 KiB messages travel inline on ucx://: no frame is asked for, so it is the grants that stop.
+        assumeTransport(address);
+        Duration patience = Duration.ofSeconds(2);
+        List<Message> kept = new ArrayList<>();
+        long size = 4096;
+        try (CommListener l = Comms.listen(URI.create(address), writer(40_000, size), options(patience));
+                Comm c = Comms.connect(l.address(), options(patience))) {
+            CommException e = assertThrows(CommException.class, () -> {
+                while (true) {
+                    kept.add(c.read(Duration.ofSeconds(60)));
+                }
+            });
+            System.out.printf("%s: after %d small messages kept: %s%n", address, kept.size(), e.getMessage());
+            assertTrue(e.getMessage().contains("max-unclosed-bytes"), e.getMessage());
+            assertTrue(kept.size() * size >= BUDGET / 2, "kept " + kept.size());
+            assertEquals(size, kept.get(kept.size() - 1).frame(0).size());
         } finally {
             kept.forEach(Message::close);
         }

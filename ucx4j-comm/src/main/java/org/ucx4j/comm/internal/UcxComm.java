@@ -642,10 +642,13 @@ final class UcxComm extends AbstractComm {
         }
         long granted = grantedSent;
         // After the close marker or an error no message may come: frames of earlier ones still may.
-        if (!headersEnded
-                && delivered + CREDIT_WINDOW - grantedSent >= GRANT_BATCH
-                && scopes.admit(options.maxUnclosedBytes(), this::refill)) {
-            granted = delivered + CREDIT_WINDOW;
+        if (!headersEnded && delivered + CREDIT_WINDOW - grantedSent >= GRANT_BATCH) {
+            if (scopes.admit(options.maxUnclosedBytes(), this::refill)) {
+                granted = delivered + CREDIT_WINDOW;
+            } else if (headWanted && pipeline.isEmpty()) {
+                // The reader waits for a message its peer may not send until memory comes back.
+                watchForLeak(scopes);
+            }
         }
         if (granted == grantedSent && framesWanted == framesWantedSent) {
             return null;
