@@ -10,13 +10,15 @@ import java.util.concurrent.CompletableFuture;
  * ({@code ucx://}, {@code tcp://}, {@code inproc://}, ...). Get one from {@link Comms#connect} or from
  * a listener's {@link CommHandler}.
  *
- * <p>Reads: messages arrive in the order the peer wrote them. The comm receives at most one message
- * ahead of your reads, so a peer that writes faster than you read is held back by the transport
- * (UCX, the TCP window), not buffered without bound. {@link #read(Duration)} that times out leaves the
+ * <p>Reads: messages arrive in the order the peer wrote them. A peer that writes faster than you read
+ * is held back, not buffered without bound: on {@code tcp://} by the TCP window (one message is received
+ * ahead of your reads), on {@code ucx://} by flow control (at most 32 messages ahead, their frames
+ * received only when there is room; docs/WIRE.md). {@link #read(Duration)} that times out leaves the
  * comm open and usable: the message it was waiting for goes to the next read, nothing is lost.
  *
  * <p>Writes: {@link #writeAsync} returns when the message is queued; its future completes when the
- * frames' memory may be reused. Messages written from several threads at once are each kept whole and
+ * frames' memory may be reused, which waits for the peer's reader when it is that far behind ({@link
+ * #write} blocks meanwhile). Messages written from several threads at once are each kept whole and
  * leave in the order their writes were called.
  *
  * <p>Closing: {@link #close()} is graceful: messages written before it are delivered, then the peer's
