@@ -165,6 +165,8 @@ final class UcxComm extends AbstractComm {
     private final ArrayDeque<Incoming> unadmitted = new ArrayDeque<>();
     /** The listener's budget is being asked for the head of {@link #unadmitted}. */
     private boolean admitting;
+    /** A message's frames could not be received here: no later one's are asked for. */
+    private boolean admissionStopped;
     /** Messages whose frames were asked for and that the reader has not taken (at most {@link #PIPELINE_DEPTH}). */
     private int admittedAhead;
     /** Their frames' bytes (at most {@code max-in-flight}, but one message may go beyond). */
@@ -494,7 +496,7 @@ final class UcxComm extends AbstractComm {
     private void admitNext() {
         while (true) {
             Incoming in = unadmitted.peekFirst();
-            if (in == null || admitting || released || admittedAhead >= PIPELINE_DEPTH) {
+            if (in == null || admitting || released || admissionStopped || admittedAhead >= PIPELINE_DEPTH) {
                 return;
             }
             if (pipelineBytes >= options.maxInFlight() && admittedAhead > 0) {
@@ -549,6 +551,9 @@ final class UcxComm extends AbstractComm {
         try {
             m = allocate(in, -1, toReceive);
         } catch (RuntimeException e) {
+            // The reader gets this error at this message. Asking for later frames would make the peer send
+            // this one's too (the request is cumulative), and the drain would report those instead.
+            admissionStopped = true;
             in.done.completeExceptionally(new End(e instanceof CommException ce ? ce : readFailure(e), false));
             return;
         }
@@ -573,6 +578,7 @@ final class UcxComm extends AbstractComm {
                 all = CompletableFuture.allOf(each);
             }
         } catch (RuntimeException e) { // the endpoint closed meanwhile
+            admissionStopped = true;
             m.close();
             in.done.completeExceptionally(new End(lostError(e), false));
             return;
