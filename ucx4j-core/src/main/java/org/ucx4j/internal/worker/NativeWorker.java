@@ -7,6 +7,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.ucx4j.ProgressMode;
+import org.ucx4j.TagInfo;
 import org.ucx4j.UcxException;
 import org.ucx4j.UcxStatus;
 import org.ucx4j.WorkerOptions;
@@ -26,6 +27,9 @@ import org.ucx4j.internal.Upcalls;
  * <p>Threading: see {@link ProgressEngine}. The scratch structs are for the lock holder only.
  */
 public final class NativeWorker {
+    private static final long TAG_INFO_SENDER_TAG = Structs.offset(Structs.UCP_TAG_RECV_INFO, "sender_tag");
+    private static final long TAG_INFO_LENGTH = Structs.offset(Structs.UCP_TAG_RECV_INFO, "length");
+
     private final Arena arena = Arena.ofShared();
     /** The {@code ucp_worker_h}. */
     public final MemorySegment handle;
@@ -188,6 +192,10 @@ public final class NativeWorker {
             MemorySegment p = iov
                     ? operations.iovParam(op, callback, attrs, flags)
                     : operations.param(op, callback, attrs, flags);
+            boolean tagInfoNow = (attrs & OperationTable.OP_ATTR_FIELD_RECV_INFO) != 0 && op.kind.tagReceive();
+            if (tagInfoNow) {
+                p.set(ADDRESS, OperationTable.P_RECV_INFO, tagInfo);
+            }
             long r;
             try {
                 r = call.call(p);
@@ -195,8 +203,14 @@ public final class NativeWorker {
                 operations.failUnsubmitted(op, t);
                 return;
             }
-            boolean lengthNow = op.kind.lengthOnImmediateCompletion() && r == 0;
-            operations.started(op, r, lengthNow ? (Object) lengthOut.get(JAVA_LONG, 0) : null);
+            Object immediate = null;
+            if (r == 0 && tagInfoNow) {
+                immediate = new TagInfo(
+                        tagInfo.get(JAVA_LONG, TAG_INFO_SENDER_TAG), tagInfo.get(JAVA_LONG, TAG_INFO_LENGTH));
+            } else if (r == 0 && op.kind.lengthOnImmediateCompletion()) {
+                immediate = lengthOut.get(JAVA_LONG, 0);
+            }
+            operations.started(op, r, immediate);
         } catch (Throwable t) {
             if (op.future.isDone()) {
                 return;

@@ -53,4 +53,9 @@ public enum OperationKind {
     boolean lengthOnImmediateCompletion() {
         return lengthOnImmediateCompletion;
     }
+
+    /** Whether it is a tag receive, whose result is the sender's tag and the length ({@code TagInfo}). */
+    boolean tagReceive() {
+        return this == TAG_RECV || this == TAG_RECV_IOV;
+    }
 }

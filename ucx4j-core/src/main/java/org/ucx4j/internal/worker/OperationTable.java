@@ -37,7 +37,7 @@ public final class OperationTable {
     /** {@code UCP_OP_ATTR_FIELD_FLAGS}: the call's flags are set. */
     public static final int OP_ATTR_FIELD_FLAGS = 1 << 4;
 
-    static final int OP_ATTR_FIELD_RECV_INFO = 1 << 7;
+    public static final int OP_ATTR_FIELD_RECV_INFO = 1 << 7;
     /** {@code UCP_OP_ATTR_FLAG_NO_IMM_CMPL}: always complete through the callback. */
     public static final int OP_ATTR_FLAG_NO_IMM_CMPL = 1 << 16;
 
@@ -46,6 +46,7 @@ public final class OperationTable {
     private static final long P_CB = Structs.offset(Structs.UCP_REQUEST_PARAM, "cb");
     private static final long P_USER_DATA = Structs.offset(Structs.UCP_REQUEST_PARAM, "user_data");
     private static final long P_DATATYPE = Structs.offset(Structs.UCP_REQUEST_PARAM, "datatype");
+    static final long P_RECV_INFO = Structs.offset(Structs.UCP_REQUEST_PARAM, "recv_info");
     /** {@code ucp_dt_make_iov()}. */
     static final long DATATYPE_IOV = 2;
 
