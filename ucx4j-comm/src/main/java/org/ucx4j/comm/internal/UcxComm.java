@@ -27,14 +27,21 @@ import org.ucx4j.comm.Frame;
 import org.ucx4j.comm.Message;
 
 /**
- * A comm over one UCX endpoint, with tag messages: each side receives on the tag it announced in the
- * handshake. A message is one header message (header and frame table, and the frames themselves when
- * the whole fits in {@value #INLINE_LIMIT} bytes), then one tag message per non-empty frame, or in
- * {@code multi-buffer} mode one scatter-gather message of all frames. UCX keeps messages of one tag
- * from one endpoint in order, so posting a message's sends under one lock keeps concurrent writers'
- * messages whole. Receives are posted only after the header said what to expect, into memory from
- * the allocator, with the exact sizes; a peer sending more than it announced fails the receive (UCX
- * reports truncation) and aborts the comm.
+ * A comm over one UCX endpoint, with tag messages: each side receives on the tag T it announced in the
+ * handshake and its neighbours. A message is one header message on T (header and frame table, and the
+ * frames themselves when the whole fits in {@value #INLINE_LIMIT} bytes), then, once the receiver asked
+ * for them, one tag message per non-empty frame on T | 1, or in {@code multi-buffer} mode one
+ * scatter-gather message of all frames. UCX keeps messages of one tag from one endpoint in order, so
+ * posting a message's sends under one lock keeps concurrent writers' messages whole. Frame receives are
+ * posted only after the header said what to expect, into memory from the allocator, with the exact
+ * sizes; a peer sending more than it announced fails the receive (UCX reports truncation) and aborts
+ * the comm. Flow control (credit for headers, frames on request, control records on T | 2; docs/WIRE.md)
+ * bounds what a peer can make this side hold; see the "receiving" section.
+ *
+ * <p>Threading: any thread may write, read and close (AbstractComm); UCX's completions run on the
+ * worker's progress thread (or the thread that posted a receive that completed at once), and the
+ * receive pipeline and the send queues are guarded by their own locks, taken in the order send lock,
+ * then pipeline lock, never the other way.
  */
 final class UcxComm extends AbstractComm {
     /** Header messages up to this size carry their frames inline; the receive buffer for headers. */
