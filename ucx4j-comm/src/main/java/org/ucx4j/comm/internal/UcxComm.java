@@ -39,9 +39,8 @@ import org.ucx4j.comm.Message;
  * bounds what a peer can make this side hold; see the "receiving" section.
  *
  * <p>Threading: any thread may write, read and close (AbstractComm); UCX's completions run on the
- * worker's progress thread (or the thread that posted a receive that completed at once), and the
- * receive pipeline and the send queues are guarded by their own locks, taken in the order send lock,
- * then pipeline lock, never the other way.
+ * worker's progress thread (or on the thread that posted a receive that completed at once). The receive
+ * pipeline ({@code pipeline}) and the send queues ({@code sendLock}) have locks of their own.
  */
 final class UcxComm extends AbstractComm {
     /** Header messages up to this size carry their frames inline; the receive buffer for headers. */
