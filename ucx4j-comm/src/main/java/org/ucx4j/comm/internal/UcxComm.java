@@ -863,26 +863,51 @@ final class UcxComm extends AbstractComm {
 
     /** Posts the receive of the next control record (always one, until the endpoint closes). */
     private void postControl() {
-        try {
-            endpoint.worker()
-                    .tagRecvAsync(controlBuffer, myTag | UcxRuntime.CONTROL, -1L, endpoint)
-                    .whenComplete(this::onControl);
-        } catch (RuntimeException e) {
-            // The endpoint closed: nothing more to send.
+        // A receive that completes at once (records already here) is handled in this loop, not by a
+        // nested call: a peer's burst of records must not deepen the stack.
+        while (true) {
+            CompletableFuture<TagInfo> f;
+            try {
+                f = endpoint.worker().tagRecvAsync(controlBuffer, myTag | UcxRuntime.CONTROL, -1L, endpoint);
+            } catch (RuntimeException e) {
+                return; // the endpoint closed: nothing more to send
+            }
+            if (!f.isDone()) {
+                f.whenComplete((info, err) -> {
+                    if (onControl(info, err)) {
+                        postControl();
+                    }
+                });
+                return;
+            }
+            TagInfo info = null;
+            Throwable err = null;
+            try {
+                info = f.join();
+            } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException e) {
+                err = e;
+            }
+            if (!onControl(info, err)) {
+                return;
+            }
         }
     }
 
-    /** A control record arrived: more credit, or a request for frames; sends what waited for it. */
-    private void onControl(TagInfo info, Throwable err) {
+    /**
+     * A control record arrived: more credit, or a request for frames; sends what waited for it.
+     *
+     * @return whether to receive the next record (false: the endpoint failed or the peer broke the rules)
+     */
+    private boolean onControl(TagInfo info, Throwable err) {
         if (err != null) {
-            return; // the endpoint closed or failed: the comm learns it elsewhere
+            return false; // the endpoint closed or failed: the comm learns it elsewhere
         }
         WireFormat.Control c;
         try {
             c = WireFormat.readControl(controlBuffer, info.length());
         } catch (CommProtocolException e) {
             violated(e.getMessage());
-            return;
+            return false;
         }
         String wrong = null;
         synchronized (sendLock) {
@@ -917,9 +942,9 @@ final class UcxComm extends AbstractComm {
         }
         if (wrong != null) {
             violated(wrong);
-            return;
+            return false;
         }
-        postControl();
+        return true;
     }
 
     @Override

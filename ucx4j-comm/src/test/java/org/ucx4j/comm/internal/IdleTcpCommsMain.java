@@ -21,7 +21,8 @@ import org.ucx4j.testsupport.RunningJvm;
 
 /**
  * {@link TcpBoundsTest}'s measuring JVM: a heap fixed and touched at start ({@code -Xms} = {@code
- * -Xmx}, {@code AlwaysPreTouch}), so that its resident memory moves only with what the comms hold
+ * -Xmx}, {@code AlwaysPreTouch}), and native blocks of 64 KiB or more mapped one by one
+ * ({@code MALLOC_MMAP_THRESHOLD_}), so that its resident memory moves only with what the comms hold
  * outside the heap. It prints {@code BASE}, then opens N idle tcp:// comms (both ends here) and prints
  * {@code OPEN}, closes them and waits for fds and threads to come back ({@code CLOSED}), and does it all
  * again, waiting for its memory to come back to the first round's level too ({@code AGAIN}); each line: {@code threads=<OS threads> fds=<open fds> rss=<bytes>}.
@@ -30,7 +31,11 @@ public final class IdleTcpCommsMain {
     private IdleTcpCommsMain() {}
 
     static RunningJvm start(int comms) {
+        // Every native block of 64 KiB or more gets its own mapping, unmapped when freed: glibc would
+        // otherwise keep freed read buffers in its arenas, now and then 20 MiB of them past the test's
+        // deadline (CI, session 10), which says nothing about whether the comms freed them.
         return ChildJvm.of(IdleTcpCommsMain.class)
+                .env("MALLOC_MMAP_THRESHOLD_", "65536")
                 .jvm("-Xms128m", "-Xmx128m", "-XX:+AlwaysPreTouch", "-XX:+UseSerialGC")
                 .args(Integer.toString(comms))
                 .start();
