@@ -8,7 +8,10 @@ import java.lang.foreign.MemorySegment;
 import org.junit.jupiter.api.Test;
 import org.ucx4j.comm.CommProtocolException;
 
-/** The frame table's checks, on tables built in memory: the sum of the sizes against max-message-size. */
+/**
+ * The frame table's checks, on tables built in memory: the sum of the sizes against max-message-size; and
+ * the flow control record's, round trip and refusals.
+ */
 class WireFormatTest {
     private static final long GIB = 1L << 30;
 
@@ -56,5 +59,31 @@ class WireFormatTest {
                         table(Long.MAX_VALUE / 2 + 1, Long.MAX_VALUE / 2 + 1), 0, 2, Long.MAX_VALUE, Long.MAX_VALUE));
         assertTrue(e.getMessage().contains("2^63"), e.getMessage());
         assertTrue(e.getMessage().contains("max-message-size"), e.getMessage());
+    }
+
+    @Test
+    void aControlRecordRoundTrips() {
+        MemorySegment rec = MemorySegment.ofArray(new byte[WireFormat.CONTROL_BYTES]);
+        WireFormat.writeControl(rec, 40, 7);
+        assertEquals(new WireFormat.Control(40, 7), WireFormat.readControl(rec, WireFormat.CONTROL_BYTES));
+    }
+
+    @Test
+    void controlRecordsOfAnotherSizeOrFormAreRefused() {
+        MemorySegment rec = MemorySegment.ofArray(new byte[WireFormat.CONTROL_BYTES]);
+        WireFormat.writeControl(rec, 40, 7);
+        CommProtocolException size = assertThrows(
+                CommProtocolException.class, () -> WireFormat.readControl(rec, WireFormat.CONTROL_BYTES - 1));
+        assertTrue(size.getMessage().contains("31 bytes"), size.getMessage());
+        MemorySegment message = MemorySegment.ofArray(new byte[WireFormat.CONTROL_BYTES]);
+        WireFormat.writeHeader(message, 0, WireFormat.TYPE_MESSAGE, 0, 0);
+        CommProtocolException type = assertThrows(
+                CommProtocolException.class, () -> WireFormat.readControl(message, WireFormat.CONTROL_BYTES));
+        assertTrue(type.getMessage().contains("type 0"), type.getMessage());
+        MemorySegment negative = MemorySegment.ofArray(new byte[WireFormat.CONTROL_BYTES]);
+        WireFormat.writeControl(negative, -1, 0);
+        assertThrows(CommProtocolException.class, () -> WireFormat.readControl(negative, WireFormat.CONTROL_BYTES));
+        // A control record on the header tag is no message header.
+        assertThrows(CommProtocolException.class, () -> WireFormat.readHeader(rec, 0, 100));
     }
 }
