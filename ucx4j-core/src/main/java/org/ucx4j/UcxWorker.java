@@ -568,7 +568,7 @@ public final class UcxWorker implements AutoCloseable {
             if (msg.address() == 0) {
                 return Optional.<TagInfo>empty();
             }
-            return Optional.of(new TagInfo(info.get(JAVA_LONG, 0), info.get(JAVA_LONG, 8)));
+            return Optional.of(rt.readTagInfo());
         });
     }
 

@@ -364,6 +364,11 @@ final class UcxComm extends AbstractComm {
         violated("the peer sent a frame this side had not asked for (flow control, docs/WIRE.md)");
     }
 
+    /** How a message whose frames could not be made ready ends: its own error, or a read failure. */
+    private End failedRead(RuntimeException e) {
+        return new End(e instanceof CommException ce ? ce : readFailure(e), false);
+    }
+
     /** A failure of this side while receiving a message (not the peer's fault, not a lost connection). */
     private CommException readFailure(RuntimeException e) {
         return new CommException("comm " + localAddress() + " <-> " + peerAddress() + ": " + e.getMessage(), e);
@@ -471,7 +476,7 @@ final class UcxComm extends AbstractComm {
             try {
                 in.done.complete(allocate(in, inlineAt, null));
             } catch (RuntimeException e) {
-                in.done.completeExceptionally(new End(e instanceof CommException ce ? ce : readFailure(e), false));
+                in.done.completeExceptionally(failedRead(e));
             }
         }
         boolean deliver;
@@ -560,7 +565,7 @@ final class UcxComm extends AbstractComm {
             // The reader gets this error at this message. Asking for later frames would make the peer send
             // this one's too (the request is cumulative), and the drain would report those instead.
             admissionStopped = true;
-            in.done.completeExceptionally(new End(e instanceof CommException ce ? ce : readFailure(e), false));
+            in.done.completeExceptionally(failedRead(e));
             return;
         }
         long frameTag = myTag | UcxRuntime.FRAMES;

@@ -165,17 +165,8 @@ class UcxFlowControlTest {
                 getClass().getSimpleName(), flood, grown >> 10);
         assertTrue(grown < (64L << 20), "128 MiB sent beyond credit grew resident memory by " + grown + " bytes");
         readersGo.countDown();
-        Object end = null;
-        for (Object got = serverSide.poll(DEADLINE.toSeconds(), TimeUnit.SECONDS);
-                got != null;
-                got = serverSide.poll(DEADLINE.toSeconds(), TimeUnit.SECONDS)) {
-            if (got instanceof Throwable) {
-                end = got;
-                break;
-            }
-        }
-        assertTrue(end instanceof CommProtocolException, "expected a protocol error, got " + end);
-        assertTrue(((Throwable) end).getMessage().contains("flow control"), ((Throwable) end).getMessage());
+        Object end = serverEnd();
+        assertProtocolError(end, "flow control");
         stillServes(l);
     }
 
@@ -193,8 +184,7 @@ class UcxFlowControlTest {
         }
         readersGo.countDown();
         Object end = serverSide.poll(DEADLINE.toSeconds(), TimeUnit.SECONDS);
-        assertTrue(end instanceof CommProtocolException, "expected a protocol error, got " + end);
-        assertTrue(((Throwable) end).getMessage().contains("had not asked for"), ((Throwable) end).getMessage());
+        assertProtocolError(end, "had not asked for");
         stillServes(l);
     }
 
@@ -205,18 +195,13 @@ class UcxFlowControlTest {
         try (RawUcxClient r = new RawUcxClient(l.address())) {
             r.handshake(o, l.address().toString());
             UcxComm server = accepted.poll(DEADLINE.toSeconds(), TimeUnit.SECONDS);
-            ByteBuffer rec = ByteBuffer.allocate(WireFormat.CONTROL_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-            rec.put(HostileInputTest.header(WireFormat.MAGIC, WireFormat.VERSION, WireFormat.TYPE_CONTROL, 0, 0));
-            rec.putLong(1000).putLong(5); // frames of message 5: the listener's comm sent none
-            r.endpoint.tagSend(rec.array(), r.result.peerTag() | UcxRuntime.CONTROL);
+            // Frames of message 5: the listener's comm sent none.
+            r.endpoint.tagSend(controlRecord(1000, 5), r.result.peerTag() | UcxRuntime.CONTROL);
             await("the comm failed").atMost(DEADLINE).until(server::isClosed);
         }
         readersGo.countDown();
         Object end = serverSide.poll(DEADLINE.toSeconds(), TimeUnit.SECONDS);
-        assertTrue(end instanceof CommProtocolException, "expected a protocol error, got " + end);
-        assertTrue(
-                ((Throwable) end).getMessage().contains("asked for the frames of message 5"),
-                ((Throwable) end).getMessage());
+        assertProtocolError(end, "asked for the frames of message 5");
         stillServes(l);
     }
 
@@ -227,32 +212,45 @@ class UcxFlowControlTest {
         try (RawUcxClient r = new RawUcxClient(l.address())) {
             r.handshake(o, l.address().toString());
             UcxComm server = accepted.poll(DEADLINE.toSeconds(), TimeUnit.SECONDS);
-            ByteBuffer rec = ByteBuffer.allocate(WireFormat.CONTROL_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-            rec.put(HostileInputTest.header(WireFormat.MAGIC, WireFormat.VERSION, WireFormat.TYPE_CONTROL, 0, 0));
-            rec.putLong(UcxComm.CREDIT_WINDOW).putLong(0); // the initial grant again: valid, and changes nothing
+            byte[] rec = controlRecord(UcxComm.CREDIT_WINDOW, 0); // the initial grant again: valid, changes nothing
             for (int i = 0; i < UcxComm.STALE_CONTROL_ALLOWANCE; i++) {
-                r.endpoint.tagSend(rec.array(), r.result.peerTag() | UcxRuntime.CONTROL);
+                r.endpoint.tagSend(rec, r.result.peerTag() | UcxRuntime.CONTROL);
             }
             // Within the allowance (records may overtake each other): the comm lives.
             stillOpenAfterAMessage(r, server);
             for (int i = 0; i < 1000 && !server.isClosed(); i++) {
-                r.endpoint.tagSend(rec.array(), r.result.peerTag() | UcxRuntime.CONTROL);
+                r.endpoint.tagSend(rec, r.result.peerTag() | UcxRuntime.CONTROL);
             }
             await("the comm failed").atMost(DEADLINE).until(server::isClosed);
         }
         readersGo.countDown();
-        Object end = null;
+        Object end = serverEnd();
+        assertProtocolError(end, "changed nothing");
+        stillServes(l);
+    }
+
+    /** A flow control record written by hand: the 16-byte header of type 2, then G and F. */
+    private static byte[] controlRecord(long granted, long framesUpTo) {
+        ByteBuffer rec = ByteBuffer.allocate(WireFormat.CONTROL_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        rec.put(HostileInputTest.header(WireFormat.MAGIC, WireFormat.VERSION, WireFormat.TYPE_CONTROL, 0, 0));
+        return rec.putLong(granted).putLong(framesUpTo).array();
+    }
+
+    /** What the listener's comm ended with: the first failure it reported, after any messages it read. */
+    private Object serverEnd() throws InterruptedException {
         for (Object got = serverSide.poll(DEADLINE.toSeconds(), TimeUnit.SECONDS);
                 got != null;
                 got = serverSide.poll(DEADLINE.toSeconds(), TimeUnit.SECONDS)) {
             if (got instanceof Throwable) {
-                end = got;
-                break;
+                return got;
             }
         }
+        return null;
+    }
+
+    private static void assertProtocolError(Object end, String expected) {
         assertTrue(end instanceof CommProtocolException, "expected a protocol error, got " + end);
-        assertTrue(((Throwable) end).getMessage().contains("changed nothing"), ((Throwable) end).getMessage());
-        stillServes(l);
+        assertTrue(((Throwable) end).getMessage().contains(expected), ((Throwable) end).getMessage());
     }
 
     /** The raw client's message reaches the listener's comm, which is then still open. */

@@ -205,8 +205,7 @@ public final class NativeWorker {
             }
             Object immediate = null;
             if (r == 0 && tagInfoNow) {
-                immediate = new TagInfo(
-                        tagInfo.get(JAVA_LONG, TAG_INFO_SENDER_TAG), tagInfo.get(JAVA_LONG, TAG_INFO_LENGTH));
+                immediate = readTagInfo();
             } else if (r == 0 && op.kind.lengthOnImmediateCompletion()) {
                 immediate = lengthOut.get(JAVA_LONG, 0);
             }
@@ -225,6 +224,11 @@ public final class NativeWorker {
                 operations.failUnsubmitted(op, t);
             }
         }
+    }
+
+    /** Lock holder: the sender's tag and the length UCX left in {@link #tagInfo} (a probe, a receive done at once). */
+    public TagInfo readTagInfo() {
+        return new TagInfo(tagInfo.get(JAVA_LONG, TAG_INFO_SENDER_TAG), tagInfo.get(JAVA_LONG, TAG_INFO_LENGTH));
     }
 
     /**
