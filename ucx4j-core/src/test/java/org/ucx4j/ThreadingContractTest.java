@@ -1,6 +1,7 @@
 package org.ucx4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 import java.lang.foreign.MemorySegment;
@@ -91,6 +92,53 @@ class ThreadingContractTest {
             }
             ran3.get(30, TimeUnit.SECONDS);
             assertEquals(progressThread, viaSubmitter.get(), "continuation while another thread submits");
+        }
+    }
+
+    /**
+     * UCX is not called again from inside its own callbacks: an operation submitted by a continuation that
+     * runs inside one (here a receive that matches a message already here, which UCX would complete inside
+     * the call) reaches UCX once the callback has returned, in the same round. (UCX 1.13's tcp transport
+     * crashed when a send made from a callback failed inside the receive handler of a closing endpoint.)
+     */
+    @ParameterizedTest
+    @EnumSource(
+            value = ProgressMode.class,
+            names = {"THREAD_BLOCKING", "THREAD_POLLING"})
+    void operationsSubmittedInsideACallbackReachUcxAfterItReturns(ProgressMode mode) throws Exception {
+        Requirements.assumeUcx();
+        WorkerOptions options = WorkerOptions.builder().progressMode(mode).build();
+        try (UcxContext ctx = UcxContext.create();
+                UcxWorker server = ctx.newWorker(options);
+                UcxWorker client = ctx.newWorker(options)) {
+            Loopback pair = Loopback.connect(server, client);
+            client.await(pair.client().tagSendAsync(new byte[8], 5));
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (server.tagProbe(5, -1L).isEmpty()) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw new AssertionError("the message on tag 5 did not arrive within " + WAIT);
+                }
+                Thread.onSpinWait();
+            }
+            CompletableFuture<Boolean> doneWhenSubmitted = new CompletableFuture<>();
+            CompletableFuture<TagInfo> nested = new CompletableFuture<>();
+            UcxFuture<TagInfo> first = server.tagRecvAsync(new byte[8], 4, -1L, pair.server());
+            first.thenRun(() -> {
+                UcxFuture<TagInfo> inner = server.tagRecvAsync(new byte[8], 5, -1L, pair.server());
+                doneWhenSubmitted.complete(inner.isDone());
+                inner.whenComplete((v, e) -> {
+                    if (e != null) {
+                        nested.completeExceptionally(e);
+                    } else {
+                        nested.complete(v);
+                    }
+                });
+            });
+            pair.client().tagSend(new byte[8], 4);
+            assertFalse(
+                    doneWhenSubmitted.get(30, TimeUnit.SECONDS),
+                    "the receive ran inside the callback that submitted it");
+            assertEquals(8, nested.get(30, TimeUnit.SECONDS).length());
         }
     }
 

@@ -110,6 +110,7 @@ public final class NativeWorker {
         this.operations = new OperationTable(handle, id, param, arena.allocate(Structs.UCP_REQUEST_ATTR));
         upcalls.attach(operations);
         engine.pollWhileBulk(operations::bulkInFlight);
+        engine.deferInsideCallbacks(upcalls::inUpcall);
         engine.start(options.name() + "-progress");
     }
 

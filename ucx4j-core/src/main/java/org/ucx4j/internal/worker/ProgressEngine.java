@@ -34,7 +34,9 @@ import org.ucx4j.internal.Ucp;
  * wake-up); otherwise it queues the task and, if the progress thread sleeps, signals it with
  * {@code ucp_worker_signal}. Tasks queued earlier always run before a caller's inline task, so operations
  * reach UCX in the order they were submitted. UCX callbacks only run inside UCX calls, so they always run
- * on the lock holder: that is how "inside a callback" is detected and blocking calls there are refused.
+ * on the lock holder: that is how "inside a callback" is detected, blocking calls there are refused, and
+ * operations submitted there wait in the queue until the UCX call that called back has returned (UCX is
+ * never re-entered from its own callbacks; the round runs them right after that call).
  *
  * <p>Where user code runs (the threading contract of the public API): handlers, allocators and the
  * continuations of futures run only in progress rounds ({@code round()}: queued tasks, timers,
@@ -85,6 +87,8 @@ public final class ProgressEngine {
     private final MemorySegment pollfd;
     /** Whether a bulk operation is in flight; asked with the lock held. Set before {@link #start}. */
     private BooleanSupplier bulkInFlight = () -> false;
+
+    private BooleanSupplier inCallback = () -> false;
     /** Thread-blocking with a non-zero spin: the bulk window applies (a zero spin turns it off too). */
     private final boolean bulkPolling;
 
@@ -122,6 +126,16 @@ public final class ProgressEngine {
         this.bulkInFlight = bulk;
     }
 
+    /**
+     * Tells the engine how to learn whether the lock holder is inside a UCX callback now: a task submitted
+     * from there is queued, not run inline ({@link #execute}). Before {@link #start}.
+     *
+     * @param inCallback asked with the lock held
+     */
+    void deferInsideCallbacks(BooleanSupplier inCallback) {
+        this.inCallback = inCallback;
+    }
+
     /** Starts the progress thread, unless the caller drives progress. */
     void start(String threadName) {
         if (mode != ProgressMode.CALLER) {
@@ -154,7 +168,8 @@ public final class ProgressEngine {
      * receive a callback posts could overtake one another thread queued just before, and take its
      * message: tag matching follows the order receives are posted.) A thread that is not already the lock
      * holder never runs other threads' tasks here: those may complete futures or run handlers, which the
-     * threading contract keeps on the progress thread.
+     * threading contract keeps on the progress thread. A lock holder inside a UCX callback queues the task
+     * too: it runs once UCX has returned.
      *
      * <p>{@code task} must complete no future that user code could already hold: it runs on the caller.
      *
@@ -168,6 +183,15 @@ public final class ProgressEngine {
         if (lock.isHeldByCurrentThread()) {
             if (destroyed) {
                 throw closedWhileSubmitting();
+            }
+            if (inCallback.getAsBoolean()) {
+                // Inside a UCX callback UCX is not called again: the task runs once the UCX call that
+                // called back has returned (the round drains the queue after each progress call). UCX 1.13's
+                // tcp transport frees an endpoint that failed while a send made from a callback runs
+                // inside that endpoint's receive handler, which then reads the freed endpoint (the
+                // process crashed in uct_tcp_iface_progress when a peer closed mid-transfer).
+                enqueue(task);
+                return;
             }
             if (queue.isEmpty()) {
                 task.run();
@@ -272,6 +296,10 @@ public final class ProgressEngine {
         n += timers.runDue();
         for (int i = 0; i < MAX_PROGRESS_PER_ROUND; i++) {
             int c = NativeCalls.callInt(() -> (int) Ucp.worker_progress.invokeExact(handle));
+            if (!queue.isEmpty()) {
+                // What callbacks of this progress call submitted (execute defers it until UCX returned).
+                c += drainQueue();
+            }
             if (c == 0) {
                 break;
             }
