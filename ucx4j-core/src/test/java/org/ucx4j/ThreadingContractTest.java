@@ -4,6 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -29,16 +33,40 @@ import org.ucx4j.testsupport.Requirements;
 class ThreadingContractTest {
     private static final Duration WAIT = Duration.ofSeconds(30);
 
+    /** The test runs once per threaded progress mode. */
+    @Retention(RetentionPolicy.RUNTIME)
+    @Target(ElementType.METHOD)
     @ParameterizedTest
     @EnumSource(
             value = ProgressMode.class,
             names = {"THREAD_BLOCKING", "THREAD_POLLING"})
+    @interface ThreadedModes {}
+
+    /** A context with two workers in one progress mode. */
+    private record Workers(UcxContext ctx, UcxWorker server, UcxWorker client) implements AutoCloseable {
+        static Workers open(ProgressMode mode) {
+            Requirements.assumeUcx();
+            WorkerOptions options = WorkerOptions.builder().progressMode(mode).build();
+            UcxContext ctx = UcxContext.create();
+            try {
+                return new Workers(ctx, ctx.newWorker(options), ctx.newWorker(options));
+            } catch (RuntimeException e) {
+                ctx.close();
+                throw e;
+            }
+        }
+
+        @Override
+        public void close() {
+            ctx.close(); // closes its workers
+        }
+    }
+
+    @ThreadedModes
     void continuationsAndHandlersRunOnTheProgressThread(ProgressMode mode) throws Exception {
-        Requirements.assumeUcx();
-        WorkerOptions options = WorkerOptions.builder().progressMode(mode).build();
-        try (UcxContext ctx = UcxContext.create();
-                UcxWorker server = ctx.newWorker(options);
-                UcxWorker client = ctx.newWorker(options)) {
+        try (Workers w = Workers.open(mode)) {
+            UcxWorker server = w.server();
+            UcxWorker client = w.client();
             String progressThread = server.name() + "-progress";
             Loopback pair = Loopback.connect(server, client);
 
@@ -101,16 +129,11 @@ class ThreadingContractTest {
      * the call) reaches UCX once the callback has returned, in the same round. (UCX 1.13's tcp transport
      * crashed when a send made from a callback failed inside the receive handler of a closing endpoint.)
      */
-    @ParameterizedTest
-    @EnumSource(
-            value = ProgressMode.class,
-            names = {"THREAD_BLOCKING", "THREAD_POLLING"})
+    @ThreadedModes
     void operationsSubmittedInsideACallbackReachUcxAfterItReturns(ProgressMode mode) throws Exception {
-        Requirements.assumeUcx();
-        WorkerOptions options = WorkerOptions.builder().progressMode(mode).build();
-        try (UcxContext ctx = UcxContext.create();
-                UcxWorker server = ctx.newWorker(options);
-                UcxWorker client = ctx.newWorker(options)) {
+        try (Workers w = Workers.open(mode)) {
+            UcxWorker server = w.server();
+            UcxWorker client = w.client();
             Loopback pair = Loopback.connect(server, client);
             client.await(pair.client().tagSendAsync(new byte[8], 5));
             long deadline = System.nanoTime() + WAIT.toNanos();
