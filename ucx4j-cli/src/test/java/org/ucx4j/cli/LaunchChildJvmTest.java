@@ -79,6 +79,7 @@ class LaunchChildJvmTest {
     void sigintToTheLauncherLeavesNoProcessBehind() throws Exception {
         try (RunningJvm launcher = ChildJvm.of(Main.class)
                 .workDir(dir)
+                .defaultSignals("INT") // else a test run from a background job could not interrupt it
                 .args(launch(List.of("--workers", "3"), "block"))
                 .start()) {
             List<Long> pids = awaitPids(launcher, 3);

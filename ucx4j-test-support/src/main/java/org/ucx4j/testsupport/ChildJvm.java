@@ -112,6 +112,7 @@ public final class ChildJvm {
         private boolean nativeAccess = true;
         private boolean separateStderr;
         private Path workDir;
+        private final List<String> defaultSignals = new ArrayList<>();
 
         private final String modulePath;
         private String nativeAccessFor = "ALL-UNNAMED";
@@ -231,12 +232,31 @@ public final class ChildJvm {
         }
 
         /**
+         * Starts the child with these signals at their default action (through coreutils' {@code env
+         * --default-signal}), so that it handles them even when this JVM was started with them ignored: a
+         * background job of a non-interactive shell ignores SIGINT, {@code nohup} SIGHUP, and a JVM that
+         * starts with a signal ignored keeps it ignored, as do its children.
+         *
+         * @param names signal names without {@code SIG}, e.g. {@code INT}
+         * @return this
+         */
+        public Spec defaultSignals(String... names) {
+            defaultSignals.addAll(List.of(names));
+            return this;
+        }
+
+        /**
          * The command line this spec stands for.
          *
-         * @return {@code java}, its options, the main class and the arguments
+         * @return {@code java}, its options, the main class and the arguments (after {@code env} and its
+         *     option when {@link #defaultSignals} was given)
          */
         public List<String> command() {
             List<String> cmd = new ArrayList<>();
+            if (!defaultSignals.isEmpty()) {
+                cmd.add("env"); // execs java: the child's pid is java's
+                cmd.add("--default-signal=" + String.join(",", defaultSignals));
+            }
             cmd.add(ProcessHandle.current().info().command().orElse("java"));
             if (nativeAccess) {
                 cmd.add("--enable-native-access=" + nativeAccessFor);
