@@ -26,7 +26,8 @@ import org.ucx4j.testsupport.RunningJvm;
  * side writes or reads, ends in a {@link CommClosedException} here within a bound, and a clean close
  * there; never an abort or a hang; and the listener still serves the next client. (On UCX 1.13 the
  * mid-rendezvous case crashed this JVM in the tcp transport in 3 of 15 runs, and 4 of 6 with session 9's
- * code, until ucx4j stopped calling UCX from inside UCX's callbacks: see ProgressEngine.execute.)
+ * code, until ucx4j stopped calling UCX from inside UCX's callbacks: see ProgressEngine.execute. One
+ * crash in 49 runs remained, inside UCX 1.13 alone: docs/WIRE.md, section 3.)
  */
 @Tag("native")
 @Timeout(value = 240, unit = TimeUnit.SECONDS)
