@@ -84,9 +84,9 @@
  * ({@code close()} does not wait there), hand work to an executor. An operation started there on the same
  * worker reaches UCX when the UCX call that ran the handler or completed the future has returned (in the
  * same progress round, in the order started), never from inside UCX's callback: so its future is not yet
- * done when the {@code ...Async} call returns there, even for a message already received. They must not block: a blocking ucx4j
- * call on the same worker, and closing the worker, are refused with {@link java.lang.IllegalStateException}
- * (they could never complete); blocking on another worker, or on a lock that a thread waiting for this
+ * done when the {@code ...Async} call returns there, even for a message already received. They must not
+ * block: a blocking ucx4j call on the same worker, and closing the worker, are refused with
+ * {@link java.lang.IllegalStateException} (they could never complete); blocking on another worker, or on a lock that a thread waiting for this
  * worker holds, stalls this worker's progress or deadlocks it. A handler that throws is logged; the
  * exception never reaches UCX.
  */
