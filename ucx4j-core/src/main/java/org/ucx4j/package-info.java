@@ -86,8 +86,8 @@
  * same progress round, in the order started), never from inside UCX's callback: so its future is not yet
  * done when the {@code ...Async} call returns there, even for a message already received. They must not
  * block: a blocking ucx4j call on the same worker, and closing the worker, are refused with
- * {@link java.lang.IllegalStateException} (they could never complete); blocking on another worker, or on a lock that a thread waiting for this
- * worker holds, stalls this worker's progress or deadlocks it. A handler that throws is logged; the
+ * {@link java.lang.IllegalStateException} (they could never complete); blocking on another worker, or on
+ * a lock that a thread waiting for this worker holds, stalls this worker's progress or deadlocks it. A handler that throws is logged; the
  * exception never reaches UCX.
  */
 package org.ucx4j;

@@ -1,9 +1,14 @@
 package org.ucx4j;
 
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Tag;
@@ -25,7 +30,7 @@ class UnexpectedMessageTest {
             UcxEndpoint c = Loopback.connect(server, client).client();
             for (int i = 1; i <= 5; i++) {
                 byte[] out = new byte[i * 10];
-                java.util.Arrays.fill(out, (byte) i);
+                Arrays.fill(out, (byte) i);
                 c.tagSend(out, (42L << 32) | i);
             }
             c.flush();
@@ -37,26 +42,25 @@ class UnexpectedMessageTest {
                             .allMatch(i -> server.tagProbe((42L << 32) | i, -1L).isPresent()));
             // Into heap memory (a staging copy), native memory and a scatter list: from UCX 1.16 on these
             // complete inside the call without a callback, from recv_info (UcxWorker.TagReceives).
-            try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            try (Arena arena = Arena.ofConfined()) {
                 for (int i = 1; i <= 5; i++) {
                     byte[] heap = new byte[100];
-                    java.lang.foreign.MemorySegment nat = arena.allocate(100);
+                    MemorySegment nat = arena.allocate(100);
                     TagInfo info;
-                    byte first;
+                    byte last;
                     if (i % 3 == 1) {
                         info = server.tagRecv(heap, 0, 0);
-                        first = heap[i * 10 - 1];
+                        last = heap[i * 10 - 1];
                     } else if (i % 3 == 2) {
                         info = server.tagRecv(nat, 0, 0);
-                        first = nat.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i * 10 - 1);
+                        last = nat.get(JAVA_BYTE, i * 10 - 1);
                     } else {
-                        info = server.await(
-                                server.tagRecvAsync(java.util.List.of(nat.asSlice(0, 7), nat.asSlice(7)), 0, 0));
-                        first = nat.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i * 10 - 1);
+                        info = server.await(server.tagRecvAsync(List.of(nat.asSlice(0, 7), nat.asSlice(7)), 0, 0));
+                        last = nat.get(JAVA_BYTE, i * 10 - 1);
                     }
                     assertEquals((42L << 32) | i, info.senderTag(), "sender tag of message " + i);
                     assertEquals(i * 10, info.length(), "length of message " + i);
-                    assertEquals((byte) i, first, "last byte of message " + i);
+                    assertEquals((byte) i, last, "last byte of message " + i);
                 }
             }
         }

@@ -87,7 +87,7 @@ public final class ProgressEngine {
     private final MemorySegment pollfd;
     /** Whether a bulk operation is in flight; asked with the lock held. Set before {@link #start}. */
     private BooleanSupplier bulkInFlight = () -> false;
-
+    /** Whether the lock holder is inside a UCX callback; asked with the lock held. Set before {@link #start}. */
     private BooleanSupplier inCallback = () -> false;
     /** Thread-blocking with a non-zero spin: the bulk window applies (a zero spin turns it off too). */
     private final boolean bulkPolling;
