@@ -49,9 +49,10 @@ import scala.Option;
  * <p>Connections: one peer (its host and the identity it announced in the handshake; with
  * {@code spark.authenticate} only holders of Spark's secret get this far) holds at most
  * {@code spark.ucx4j.shuffle.maxConnectionsPerPeer} at once. A connection beyond that closes the peer's
- * longest-idle one (a client whose kept connection was closed reconnects at once) or, when all of them are
- * serving, is refused. A connection that sends no request for twice {@code spark.ucx4j.shuffle.idleTimeout}
- * is closed (clients close theirs after the timeout itself, so this only reaps abandoned ones).
+ * longest-idle one (of those not serving, the one whose last request came first; a client whose kept
+ * connection was closed reconnects at once) or, when all of them are serving, is refused. A connection that
+ * sends no request for twice {@code spark.ucx4j.shuffle.idleTimeout} is closed (clients close theirs after
+ * the timeout itself, so this only reaps abandoned ones).
  *
  * <p>Threading: each accepted comm is served on its own virtual thread, one request at a time.
  * Ownership: the shuffle manager owns it and closes it at stop; closing stops accepting and aborts the
@@ -121,11 +122,15 @@ final class ShuffleBlockServer implements AutoCloseable {
         return bytesServed.get();
     }
 
-    /** A connection being served: busy from reading a request until its reply is written. */
+    /**
+     * A connection being served: busy from reading a request until its reply is written. Its last request's
+     * arrival (not its reply's completion, which runs on another thread and may be late) orders it for
+     * eviction, so the connection a client used longest ago goes first whatever the completions' order.
+     */
     private static final class Served {
         final Comm comm;
         volatile boolean busy;
-        volatile long idleSince = System.nanoTime();
+        volatile long lastRequest = System.nanoTime();
 
         Served(Comm comm) {
             this.comm = comm;
@@ -153,7 +158,7 @@ final class ShuffleBlockServer implements AutoCloseable {
             List<Served> open = byPeer.computeIfAbsent(peer, p -> new ArrayList<>());
             if (open.size() >= maxPerPeer) {
                 for (Served c : open) {
-                    if (!c.busy && (evicted == null || c.idleSince < evicted.idleSince)) {
+                    if (!c.busy && (evicted == null || c.lastRequest - evicted.lastRequest < 0)) {
                         evicted = c;
                     }
                 }
@@ -191,6 +196,7 @@ final class ShuffleBlockServer implements AutoCloseable {
                 byte[] request;
                 try (Message m = comm.read(idleClose)) {
                     served.busy = true;
+                    served.lastRequest = System.nanoTime();
                     if (m.frameCount() != 1) {
                         LOG.warn(
                                 "ucx4j shuffle: a request from {} has {} frames, not 1: closing",
@@ -233,6 +239,23 @@ final class ShuffleBlockServer implements AutoCloseable {
                     .filter(e -> e.getKey().endsWith(" " + identity))
                     .mapToInt(e -> e.getValue().size())
                     .sum();
+        }
+    }
+
+    /**
+     * Connections open now from peers with the given identity that are not serving a request (for tests:
+     * a reply's completion, which makes its connection idle, runs after the peer may have read it).
+     *
+     * @param identity a peer's announced identity
+     * @return the count, all its hosts together
+     */
+    int idleConnectionsOf(String identity) {
+        synchronized (byPeer) {
+            return (int) byPeer.entrySet().stream()
+                    .filter(e -> e.getKey().endsWith(" " + identity))
+                    .flatMap(e -> e.getValue().stream())
+                    .filter(c -> !c.busy)
+                    .count();
         }
     }
 
@@ -299,7 +322,6 @@ final class ShuffleBlockServer implements AutoCloseable {
                     .whenCompleteAsync(
                             (ok, failure) -> {
                                 bytesInFlight.release(held);
-                                served.idleSince = System.nanoTime();
                                 served.busy = false;
                                 if (toClose != null) {
                                     toClose.close();

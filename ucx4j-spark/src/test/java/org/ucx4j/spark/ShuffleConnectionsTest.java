@@ -134,6 +134,11 @@ class ShuffleConnectionsTest {
                 Comm second = context.connect(server.address(), options("greedy"))) {
             assertArrayEquals(block(0), request(first, "shuffle_0_0_0"));
             assertArrayEquals(block(1), request(second, "shuffle_0_0_1"));
+            // Both replies were read here; the server marks a connection idle when its reply's write
+            // completes, which may come later on a loaded machine (a busy one is never evicted).
+            await("the server sees both connections idle")
+                    .atMost(Duration.ofSeconds(30))
+                    .until(() -> server.idleConnectionsOf("greedy") == 2);
             try (Comm third = context.connect(server.address(), options("greedy"))) {
                 assertArrayEquals(block(2), request(third, "shuffle_0_0_2"));
                 assertThrows(CommClosedException.class, () -> first.read(Duration.ofSeconds(30)));
