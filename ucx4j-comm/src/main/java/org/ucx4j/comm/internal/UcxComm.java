@@ -60,6 +60,9 @@ final class UcxComm extends AbstractComm {
     private volatile boolean released;
     private boolean closeSent;
     private volatile boolean lingering;
+    /** The handshake socket ended: the peer closed its endpoint, aborted or died. */
+    private volatile boolean peerGone;
+
     private boolean endpointClosed;
     /** Messages posted and not yet completed; the close marker waits for them (UCX's flush does not). */
     private long sending;
@@ -123,6 +126,7 @@ final class UcxComm extends AbstractComm {
                 return;
             }
         }
+        peerGone = true;
         failed(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " lost: " + why));
     }
 
@@ -1033,9 +1037,29 @@ final class UcxComm extends AbstractComm {
     }
 
     /**
+     * How long after the peer's endpoint went away (its handshake socket ended) this side waits before
+     * closing its own. Both ends of a UCX 1.13 tcp connection that close at about the same time, each
+     * telling the other it sends no more, crash the side whose socket was full: its endpoint, left to
+     * receive only, is freed inside its own receive handler when the peer's notice comes, and UCX then
+     * handles a write event on it (uct_tcp_iface_handle_events; measured, docs/WIRE.md section 3). Once
+     * the peer's notice has been read, this side's endpoint sends only and closes without one.
+     */
+    static final Duration PEER_CLOSE_GRACE = Duration.ofMillis(500);
+
+    /**
+     * How long a comm whose peer closed while this side's messages were still in flight waits for the
+     * peer's endpoint to go (the closer waits for this side's in turn, up to its linger time) before
+     * closing its own by force: long enough for a peer that closes its endpoint at once, well below the
+     * closer's linger, so the two never close at about the same time.
+     */
+    static final Duration PEER_CLOSE_WAIT = Duration.ofSeconds(2);
+
+    /**
      * After this side's close marker left, the endpoint stays until the peer has read the marker and
      * closed its side (its disconnect ends this one), or until the linger time: closing at once would
-     * make UCX drop messages still waiting in the peer's unexpected queue.
+     * make UCX drop messages still waiting in the peer's unexpected queue. When the peer's marker came
+     * while messages of ours were in flight, or the peer's endpoint went, this side's endpoint closes
+     * only after the peer's ({@link #PEER_CLOSE_WAIT}, {@link #PEER_CLOSE_GRACE}).
      */
     @Override
     protected void release(boolean graceful) {
@@ -1069,10 +1093,20 @@ final class UcxComm extends AbstractComm {
             }
             // The peer's close marker came while messages of ours were still in flight: the peer reads
             // nothing after its close, so they can never complete (UCX would wait for receives that
-            // never come); a forced close fails them now instead of after the close timeout.
+            // never come); a forced close fails them, once the peer's endpoint has gone (or after
+            // PEER_CLOSE_WAIT) rather than when the peer closes it, and long before the close timeout.
+            if (graceful && sending > 0 && !peerGone && runtime.lingering(this)) {
+                lingering = true;
+                CommTimers.after(PEER_CLOSE_WAIT, this::endLinger);
+                return;
+            }
             mode = graceful && sending == 0 ? CloseMode.FLUSH : CloseMode.FORCE;
         }
-        closeEndpoint(mode);
+        if (peerGone) {
+            CommTimers.after(PEER_CLOSE_GRACE, () -> closeEndpoint(mode));
+        } else {
+            closeEndpoint(mode);
+        }
     }
 
     /** Frees messages received ahead that no reader will get; ones still arriving are freed when they do. */
@@ -1096,10 +1130,15 @@ final class UcxComm extends AbstractComm {
         return t.compareTo(Duration.ofSeconds(30)) > 0 ? t : Duration.ofSeconds(30);
     }
 
+    /** The peer's endpoint went (or failed in UCX) while this closed comm lingered: close ours. */
     @Override
     protected void afterEnd() {
         if (lingering) {
-            closeEndpoint(CloseMode.FORCE);
+            if (peerGone) {
+                CommTimers.after(PEER_CLOSE_GRACE, this::endLinger);
+            } else {
+                endLinger();
+            }
         }
     }
 
