@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -153,11 +154,13 @@ class CloseInEveryOrderTest {
     void aPeerThatClosesMidRendezvousManyTimesInARow() throws Exception {
         Requirements.assumeUcx();
         try (CommContext server = CommContext.create()) {
-            Handler[] h = {new Handler()};
-            CommHandler current = comm -> h[0].onComm(comm);
+            // Each round's comm goes to that round's handler (set before the round connects).
+            AtomicReference<Handler> h = new AtomicReference<>(new Handler());
+            CommHandler current = comm -> h.get().onComm(comm);
             try (CommListener l = server.listen(URI.create("ucx://127.0.0.1:0"), current, options())) {
                 for (int round = 0; round < ROUNDS; round++) {
-                    h[0] = new Handler();
+                    Handler thisRound = new Handler();
+                    h.set(thisRound);
                     long t0;
                     try (CommContext peer = CommContext.create()) {
                         Comm c = peer.connect(l.address(), options());
@@ -168,7 +171,7 @@ class CloseInEveryOrderTest {
                         c.close();
                         t0 = System.nanoTime();
                     }
-                    Outcome o = h[0].outcome.get(BOUND.toSeconds() + 30, TimeUnit.SECONDS);
+                    Outcome o = thisRound.outcome.get(BOUND.toSeconds() + 30, TimeUnit.SECONDS);
                     assertInstanceOf(CommClosedException.class, o.error(), "round " + round);
                     assertTrue(
                             o.atNanos() - t0 < BOUND.toNanos(), "round " + round + ": the survivor's error came late");

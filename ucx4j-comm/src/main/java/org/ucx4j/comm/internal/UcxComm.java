@@ -60,7 +60,10 @@ final class UcxComm extends AbstractComm {
     private volatile boolean released;
     private boolean closeSent;
     private volatile boolean lingering;
-    /** The handshake socket ended: the peer closed its endpoint, aborted or died. */
+    /**
+     * The handshake socket ended or failed (the peer closed its endpoint, aborted or died; or it sent
+     * bytes there, or the socket failed here).
+     */
     private volatile boolean peerGone;
 
     private boolean endpointClosed;
@@ -1037,8 +1040,8 @@ final class UcxComm extends AbstractComm {
     }
 
     /**
-     * How long after the peer's endpoint went away (its handshake socket ended) this side waits before
-     * closing its own. Both ends of a UCX 1.13 tcp connection that close at about the same time, each
+     * How long a closed comm that lingers (a close marker went, either way) waits after the peer's endpoint
+     * went away (its handshake socket ended) before closing its own. Both ends of a UCX 1.13 tcp connection that close at about the same time, each
      * telling the other it sends no more, crash the side whose socket was full: its endpoint, left to
      * receive only, is freed inside its own receive handler when the peer's notice comes, and UCX then
      * handles a write event on it (uct_tcp_iface_handle_events; measured, docs/WIRE.md section 3). Once
@@ -1050,7 +1053,8 @@ final class UcxComm extends AbstractComm {
      * How long a comm whose peer closed while this side's messages were still in flight waits for the
      * peer's endpoint to go (the closer waits for this side's in turn, up to its linger time) before
      * closing its own by force: long enough for a peer that closes its endpoint at once, well below the
-     * closer's linger, so the two never close at about the same time.
+     * closer's linger, so that an honest peer's close and this side's do not coincide. (A peer that
+     * times its own close to this wait can still make them coincide: docs/WIRE.md, section 3.)
      */
     static final Duration PEER_CLOSE_WAIT = Duration.ofSeconds(2);
 
@@ -1058,8 +1062,9 @@ final class UcxComm extends AbstractComm {
      * After this side's close marker left, the endpoint stays until the peer has read the marker and
      * closed its side (its disconnect ends this one), or until the linger time: closing at once would
      * make UCX drop messages still waiting in the peer's unexpected queue. When the peer's marker came
-     * while messages of ours were in flight, or the peer's endpoint went, this side's endpoint closes
-     * only after the peer's ({@link #PEER_CLOSE_WAIT}, {@link #PEER_CLOSE_GRACE}).
+     * while messages of ours were in flight, this side's endpoint closes after the peer's
+     * ({@link #PEER_CLOSE_WAIT}, {@link #PEER_CLOSE_GRACE}). Without a marker (the peer died or aborted,
+     * or the comm failed) it closes at once.
      */
     @Override
     protected void release(boolean graceful) {
@@ -1084,29 +1089,23 @@ final class UcxComm extends AbstractComm {
             marker.completeExceptionally(closedError("close"));
         }
         synchronized (sendLock) {
-            if (graceful && closeSent) {
-                if (runtime.lingering(this)) {
-                    lingering = true;
-                    CommTimers.after(linger(), this::endLinger);
-                    return;
-                }
+            if (graceful && closeSent && linger(linger())) {
+                return;
             }
             // The peer's close marker came while messages of ours were still in flight: the peer reads
             // nothing after its close, so they can never complete (UCX would wait for receives that
             // never come); a forced close fails them, once the peer's endpoint has gone (or after
             // PEER_CLOSE_WAIT) rather than when the peer closes it, and long before the close timeout.
-            if (graceful && sending > 0 && !peerGone && runtime.lingering(this)) {
-                lingering = true;
-                CommTimers.after(PEER_CLOSE_WAIT, this::endLinger);
+            if (graceful && sending > 0 && linger(PEER_CLOSE_WAIT)) {
                 return;
             }
             mode = graceful && sending == 0 ? CloseMode.FLUSH : CloseMode.FORCE;
         }
-        if (peerGone) {
-            CommTimers.after(PEER_CLOSE_GRACE, () -> closeEndpoint(mode));
-        } else {
-            closeEndpoint(mode);
-        }
+        // Without the peer's close marker (it died or aborted: its handshake socket ended, or UCX failed
+        // the endpoint) this side closes at once: waiting would leave transfers running into a dead
+        // socket, and UCX 1.13 then completes a zero-copy send twice (an assertion in uct_iface.h aborts
+        // the process), which it does not when the endpoint is closed first.
+        closeEndpoint(mode);
     }
 
     /** Frees messages received ahead that no reader will get; ones still arriving are freed when they do. */
@@ -1123,6 +1122,24 @@ final class UcxComm extends AbstractComm {
             in.unreserve(listenerBudget);
             in.done.thenAccept(Message::close);
         }
+    }
+
+    /**
+     * Keeps the endpoint until the peer's goes ({@link #afterEnd}) or {@code atMost} has passed; false
+     * when the comm context is closing (close now). The peer's endpoint may have gone already: then the
+     * grace starts here (peerGone and lingering are both volatile, and each side checks the other's
+     * after writing its own, so watchControl's afterEnd or this sees both).
+     */
+    private boolean linger(Duration atMost) {
+        if (!runtime.lingering(this)) {
+            return false;
+        }
+        lingering = true;
+        CommTimers.after(atMost, this::endLinger);
+        if (peerGone) {
+            CommTimers.after(PEER_CLOSE_GRACE, this::endLinger);
+        }
+        return true;
     }
 
     private Duration linger() {
