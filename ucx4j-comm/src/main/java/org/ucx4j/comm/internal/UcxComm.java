@@ -1040,12 +1040,13 @@ final class UcxComm extends AbstractComm {
     }
 
     /**
-     * How long a closed comm that lingers (a close marker went, either way) waits after the peer's endpoint
-     * went away (its handshake socket ended) before closing its own. Both ends of a UCX 1.13 tcp connection that close at about the same time, each
-     * telling the other it sends no more, crash the side whose socket was full: its endpoint, left to
-     * receive only, is freed inside its own receive handler when the peer's notice comes, and UCX then
-     * handles a write event on it (uct_tcp_iface_handle_events; measured, docs/WIRE.md section 3). Once
-     * the peer's notice has been read, this side's endpoint sends only and closes without one.
+     * How long a closed comm that lingers (a close marker went, either way) waits after the peer's
+     * endpoint went away (its handshake socket ended) before closing its own. Both ends of a UCX 1.13 tcp
+     * connection that close at about the same time, each telling the other it sends no more, crash the
+     * side whose socket was full: its endpoint, left to receive only, is freed inside its own receive
+     * handler when the peer's notice comes, and UCX then handles a write event on it
+     * (uct_tcp_iface_handle_events; measured, docs/WIRE.md section 3). Once the peer's notice has been
+     * read, this side's endpoint sends only and closes without one.
      */
     static final Duration PEER_CLOSE_GRACE = Duration.ofMillis(500);
 
