@@ -1152,7 +1152,9 @@ final class UcxComm extends AbstractComm {
     @Override
     protected void afterEnd() {
         if (lingering) {
-            if (peerGone) {
+            // No grace when the comm context closes or the JVM exits: their owner is done, and the exit
+            // hook waits for runtimes to be let go only briefly (UcxRuntimes.EXIT_WAIT).
+            if (peerGone && !runtime.endsLingersNow()) {
                 CommTimers.after(PEER_CLOSE_GRACE, this::endLinger);
             } else {
                 endLinger();

@@ -212,14 +212,22 @@ final class UcxRuntime {
         owner.released(this);
     }
 
-    /** Registers a closed comm that waits for its peer; false when the comm context is closing (close now). */
+    /**
+     * Registers a closed comm that waits for its peer; false when the comm context is closing or the JVM
+     * exiting (close now).
+     */
     boolean lingering(UcxComm comm) {
         lingering.add(comm);
-        if (owner.isClosed()) { // after the add: a concurrent close either sees the comm or is seen here
+        if (owner.endsLingersNow()) { // after the add: a concurrent close either sees the comm or is seen here
             lingering.remove(comm);
             return false;
         }
         return true;
+    }
+
+    /** Whether closed comms should close now rather than wait (the comm context closing, the JVM exiting). */
+    boolean endsLingersNow() {
+        return owner.endsLingersNow();
     }
 
     void notLingering(UcxComm comm) {

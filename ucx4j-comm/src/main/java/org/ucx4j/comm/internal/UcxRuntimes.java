@@ -39,6 +39,8 @@ final class UcxRuntimes {
 
     private final Map<UcxRuntime.Key, UcxRuntime> runtimes = new HashMap<>();
     private boolean closed;
+    /** The JVM is exiting (the shutdown hook started): closed comms no longer wait for their peers. */
+    private volatile boolean exiting;
     /** The shutdown hook running {@link #atExit()}, registered with the first runtime; null before and after. */
     private Thread exitHook;
     /** How many times a user let go of a runtime (for {@link #atExit()}). */
@@ -148,6 +150,7 @@ final class UcxRuntimes {
      * uses is closed. Runtimes with open comms or listeners are left as they are.
      */
     void atExit() {
+        exiting = true; // before ending the lingers: a comm that starts to linger after them closes at once
         List<UcxRuntime> all;
         synchronized (this) {
             all = List.copyOf(runtimes.values());
@@ -193,6 +196,11 @@ final class UcxRuntimes {
             }
         }
         return false;
+    }
+
+    /** Whether closed comms should close now rather than wait for their peers: closed, or the JVM exiting. */
+    boolean endsLingersNow() {
+        return exiting || isClosed();
     }
 
     /** Whether {@link #close()} was called. */
