@@ -87,7 +87,7 @@
  * done when the {@code ...Async} call returns there, even for a message already received. They must not
  * block: a blocking ucx4j call on the same worker, and closing the worker, are refused with
  * {@link java.lang.IllegalStateException} (they could never complete); blocking on another worker, or on
- * a lock that a thread waiting for this worker holds, stalls this worker's progress or deadlocks it. A handler that throws is logged; the
- * exception never reaches UCX.
+ * a lock that a thread waiting for this worker holds, stalls this worker's progress or deadlocks it. A
+ * handler that throws is logged; the exception never reaches UCX.
  */
 package org.ucx4j;

@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
 import org.apache.spark.network.buffer.FileSegmentManagedBuffer;
 import org.apache.spark.network.buffer.ManagedBuffer;
 import org.apache.spark.shuffle.ShuffleBlockResolver;
@@ -234,12 +235,7 @@ final class ShuffleBlockServer implements AutoCloseable {
      * @return the count, all its hosts together
      */
     int connectionsOf(String identity) {
-        synchronized (byPeer) {
-            return byPeer.entrySet().stream()
-                    .filter(e -> e.getKey().endsWith(" " + identity))
-                    .mapToInt(e -> e.getValue().size())
-                    .sum();
-        }
+        return countOf(identity, c -> true);
     }
 
     /**
@@ -250,11 +246,15 @@ final class ShuffleBlockServer implements AutoCloseable {
      * @return the count, all its hosts together
      */
     int idleConnectionsOf(String identity) {
+        return countOf(identity, c -> !c.busy);
+    }
+
+    private int countOf(String identity, Predicate<Served> which) {
         synchronized (byPeer) {
             return (int) byPeer.entrySet().stream()
                     .filter(e -> e.getKey().endsWith(" " + identity))
                     .flatMap(e -> e.getValue().stream())
-                    .filter(c -> !c.busy)
+                    .filter(which)
                     .count();
         }
     }
