@@ -8,17 +8,25 @@
 #   BEFORE=/path/to/old/jars AFTER=/path/to/new/jars bench/before-after.sh
 #   ROUNDS=5 ONLY="comm_ucx_1KiB" BEFORE=... AFTER=... bench/before-after.sh     # some rows
 #   (on a GPU machine: bin/gpu-run shell env BEFORE=.gpu/baseline AFTER=.gpu/modules bench/before-after.sh)
+#   PEH=off ITERS=50 ...    peer error handling off (shared memory, as issue 15's core targets), and 50
+#                           times the iterations of each row (longer runs, for the bimodal small-message rows)
+# With OUT set, every run's JSON is appended, one line each, to $OUT/before-after.jsonl.
 set -euo pipefail
 : "${BEFORE:?BEFORE=<folder of jars>}" "${AFTER:?AFTER=<folder of jars>}"
 ROUNDS=${ROUNDS:-3}
 JAVA=${JAVA:-java}
+ITERS=${ITERS:-1}
+if [ "${PEH:-on}" = off ]; then
+    export UCX4J__PEER_ERROR_HANDLING=false
+fi
 ROWS=(
-    "tag_lat_caller|--op tag --mode latency --size 8 --iters 20000 --progress caller|latency_us_p50"
-    "tag_lat_blocking|--op tag --mode latency --size 8 --iters 20000|latency_us_p50"
-    "tag_rate|--op tag --mode rate --size 8 --iters 200000|msg_rate"
-    "tag_bw_64Mi|--op tag --mode bandwidth --size 67108864 --iters 20|bandwidth_mbps"
-    "comm_ucx_1KiB|--comm ucx --mode latency --size 1024 --iters 20000|round_trips_per_s"
-    "comm_ucx_1MiB|--comm ucx --mode bandwidth --size 1048576 --iters 2000|bandwidth_mbps"
+    "tag_lat_caller|--op tag --mode latency --size 8 --iters $((20000 * ITERS)) --progress caller|latency_us_p50"
+    "tag_lat_blocking|--op tag --mode latency --size 8 --iters $((20000 * ITERS))|latency_us_p50"
+    "tag_lat_polling|--op tag --mode latency --size 8 --iters $((20000 * ITERS)) --progress thread-polling|latency_us_p50"
+    "tag_rate|--op tag --mode rate --size 8 --iters $((200000 * ITERS))|msg_rate"
+    "tag_bw_64Mi|--op tag --mode bandwidth --size 67108864 --iters $((20 * ITERS))|bandwidth_mbps"
+    "comm_ucx_1KiB|--comm ucx --mode latency --size 1024 --iters $((20000 * ITERS))|round_trips_per_s"
+    "comm_ucx_1MiB|--comm ucx --mode bandwidth --size 1048576 --iters $((2000 * ITERS))|bandwidth_mbps"
 )
 if [ -n "${ONLY:-}" ]; then   # ONLY="comm_ucx_1KiB tag_rate": just these rows
     KEEP=()
@@ -33,6 +41,10 @@ run() { # run JARS ARGS FIELD -> the figure, or empty
     # shellcheck disable=SC2086 # ARGS is a word list
     out=$(timeout -k 5 120 "$JAVA" --enable-native-access=org.ucx4j.core,org.ucx4j.cuda -p "$1" \
         -m org.ucx4j.cli/org.ucx4j.cli.Main bench $2 --warmup-time 2 --json 2>/dev/null) || true
+    if [ -n "${OUT:-}" ] && [ -n "$out" ]; then
+        python3 -c 'import json,sys; print(json.dumps({"jars": sys.argv[2], "args": sys.argv[3], "result": json.loads(sys.argv[1])}))' \
+            "$out" "$1" "$2" >>"$OUT/before-after.jsonl" 2>/dev/null || true
+    fi
     python3 -c 'import json,sys
 try:
     d = json.loads(sys.argv[1]); v = d.get(sys.argv[2])

@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import org.ucx4j.ProgressMode;
 import org.ucx4j.TagInfo;
@@ -12,6 +13,7 @@ import org.ucx4j.UcxException;
 import org.ucx4j.UcxStatus;
 import org.ucx4j.WorkerOptions;
 import org.ucx4j.internal.NativeCalls;
+import org.ucx4j.internal.NativeLinker;
 import org.ucx4j.internal.Structs;
 import org.ucx4j.internal.Ucp;
 import org.ucx4j.internal.Upcalls;
@@ -70,9 +72,9 @@ public final class NativeWorker {
      * @throws UcxException when UCX refuses (naming the call)
      */
     public NativeWorker(MemorySegment contextHandle, WorkerOptions options, WorkerEvents events) {
-        MemorySegment param = arena.allocate(Structs.UCP_REQUEST_PARAM);
-        this.tagInfo = arena.allocate(Structs.UCP_TAG_RECV_INFO);
-        this.lengthOut = arena.allocate(JAVA_LONG);
+        MemorySegment param = scratch(Structs.UCP_REQUEST_PARAM);
+        this.tagInfo = scratch(Structs.UCP_TAG_RECV_INFO);
+        this.lengthOut = scratch(JAVA_LONG);
         this.sockaddr = arena.allocate(Structs.SOCKADDR_STORAGE_SIZE, 8);
         this.discardBuffer = arena.allocate(DISCARD_BUFFER_BYTES, 8);
         this.noCallbackParam = arena.allocate(Structs.UCP_REQUEST_PARAM);
@@ -107,11 +109,23 @@ public final class NativeWorker {
         // dispatcher gets the table before anything can call back (nothing has been posted yet).
         this.upcalls = new UpcallDispatcher(events, options.name());
         this.id = Upcalls.register(upcalls);
-        this.operations = new OperationTable(handle, id, param, arena.allocate(Structs.UCP_REQUEST_ATTR));
+        this.operations = new OperationTable(handle, id, param, scratch(Structs.UCP_REQUEST_ATTR));
         upcalls.attach(operations);
         engine.pollWhileBulk(operations::bulkInFlight);
         engine.deferInsideCallbacks(upcalls::inUpcall);
         engine.start(options.name() + "-progress");
+    }
+
+    /**
+     * Scratch memory written and read on every operation, by the lock holder only: a global-scope view of
+     * the worker's arena. A segment of the shared arena itself costs a liveness check on every access and
+     * an acquire and a release (two atomic updates) around every downcall it is passed to, on each of the
+     * one to three downcalls of a message; the view costs neither. It is safe because nothing touches it
+     * once the worker is destroyed: the lock holder checks {@code destroyed} first, and the arena closes
+     * after the destruction's last locked drain ({@link #destroy}).
+     */
+    private MemorySegment scratch(MemoryLayout layout) {
+        return NativeLinker.view(MemorySegment.ofAddress(arena.allocate(layout).address()), layout.byteSize());
     }
 
     /**
