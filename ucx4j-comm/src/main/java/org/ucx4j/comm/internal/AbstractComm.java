@@ -76,8 +76,14 @@ abstract class AbstractComm implements Comm {
     /** Frees the connection; {@code graceful} after a close marker went or came, false for abort or failure. */
     protected abstract void release(boolean graceful);
 
-    /** The connection ended while the comm was already closed on this side (a lingering close may finish). */
-    protected void afterEnd() {}
+    /**
+     * The connection ended while the comm was already closed on this side: a lingering close may finish,
+     * and a close whose marker still waits may give up.
+     *
+     * @param peerClosed whether the peer's close marker ended it (false: the peer is gone or the
+     *     connection failed)
+     */
+    protected void afterEnd(boolean peerClosed) {}
 
     /** Waits for a future; transports whose progress needs the caller (UCX caller mode) override it. */
     protected <T> T await(CompletableFuture<T> future, long timeoutNanos) throws TimeoutException {
@@ -157,7 +163,7 @@ abstract class AbstractComm implements Comm {
             }
             release(peerClosed);
         } else {
-            afterEnd();
+            afterEnd(peerClosed);
         }
     }
 

@@ -65,6 +65,8 @@ final class UcxComm extends AbstractComm {
      * bytes there, or the socket failed here).
      */
     private volatile boolean peerGone;
+    /** Set once the endpoint closed and the tag and the runtime were let go ({@link #finish}). */
+    private volatile boolean finished;
 
     private boolean endpointClosed;
     /** Messages posted and not yet completed; the close marker waits for them (UCX's flush does not). */
@@ -1148,9 +1150,20 @@ final class UcxComm extends AbstractComm {
         return t.compareTo(Duration.ofSeconds(30)) > 0 ? t : Duration.ofSeconds(30);
     }
 
-    /** The peer's endpoint went (or failed in UCX) while this closed comm lingered: close ours. */
+    /**
+     * The connection ended after this side's close: the peer's endpoint went (or UCX failed ours) while
+     * this closed comm lingered: close ours. Or the peer went before this side's close marker could leave
+     * (it waited behind messages the peer never asked for or never gave credit for): nothing queued can
+     * leave now, so the comm lets go at once, failing what waits, as a comm whose peer dies while open
+     * does. A close marker of the peer's (the peer closed too) changes nothing here: the marker that waits
+     * goes, or fails, when UCX says so.
+     */
     @Override
-    protected void afterEnd() {
+    protected void afterEnd(boolean peerClosed) {
+        if (!peerClosed && !released) {
+            release(false);
+            return;
+        }
         if (lingering) {
             // No grace when the comm context closes or the JVM exits: their owner is done, and the exit
             // hook waits for runtimes to be let go only briefly (UcxRuntimes.EXIT_WAIT).
@@ -1195,6 +1208,7 @@ final class UcxComm extends AbstractComm {
             runtime.releaseTag(myTag);
             runtime.notLingering(this);
             runtime.release();
+            finished = true;
         });
     }
 
@@ -1207,6 +1221,11 @@ final class UcxComm extends AbstractComm {
         synchronized (sendLock) {
             return waitingCredit.size();
         }
+    }
+
+    /** Whether this comm has let go of its endpoint, tag and runtime (tests). */
+    boolean finished() {
+        return finished;
     }
 
     /** Message headers this side received so far (tests). */

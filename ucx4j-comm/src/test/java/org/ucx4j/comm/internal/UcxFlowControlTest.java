@@ -170,6 +170,44 @@ class UcxFlowControlTest {
         stillServes(l);
     }
 
+    /**
+     * A close whose marker waits behind messages the peer gave no credit for, and then the peer goes: the
+     * comm lets go of its endpoint, tag and runtime at once, and every write that waited fails, instead of
+     * all of it staying until UCX fails the endpoint or the comm context closes (and the close waiting
+     * for its close timeout).
+     */
+    @Test
+    void aCloseWaitingForCreditLetsGoWhenThePeerGoes() throws Exception {
+        CommOptions o = CommOptions.builder()
+                .config(options().config())
+                .closeTimeout(Duration.ofSeconds(60))
+                .build();
+        UcxTransport.Listener l = listen(o);
+        UcxComm client = (UcxComm) transport.connectAsync(l.address(), o).get(DEADLINE.toSeconds(), TimeUnit.SECONDS);
+        toClose.add(client);
+        UcxComm server = accepted.poll(DEADLINE.toSeconds(), TimeUnit.SECONDS);
+        int beyond = 10;
+        List<CompletableFuture<Void>> writes = new ArrayList<>();
+        for (int i = 0; i < UcxComm.CREDIT_WINDOW + beyond; i++) {
+            writes.add(client.writeAsync(Message.ofBytes(("message " + i).getBytes(StandardCharsets.UTF_8))));
+        }
+        await("the window's messages at the listener")
+                .atMost(DEADLINE)
+                .until(() -> server.headersReceived() == UcxComm.CREDIT_WINDOW);
+        assertEquals(beyond, client.waitingForCredit());
+        Thread closer = Thread.ofVirtual().name("closer").start(client::close);
+        await("the close began").atMost(DEADLINE).until(client::isClosed);
+        server.abort();
+        await("the client let go of its endpoint").atMost(DEADLINE).until(client::finished);
+        for (int i = 0; i < writes.size(); i++) {
+            CompletableFuture<Void> w = writes.get(i);
+            await("write " + i + " ended").atMost(DEADLINE).until(w::isDone);
+            assertEquals(i >= UcxComm.CREDIT_WINDOW, w.isCompletedExceptionally(), "write " + i + " failed");
+        }
+        // The close gave up with the marker (its close timeout is a minute).
+        assertTrue(closer.join(DEADLINE), "close() returned");
+    }
+
     @Test
     void aFrameNobodyAskedForFailsItsCommAndIsDrained() throws Exception {
         CommOptions o = options();
