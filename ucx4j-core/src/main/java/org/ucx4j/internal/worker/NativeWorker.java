@@ -204,9 +204,13 @@ public final class NativeWorker {
             if (op.owner != null && !op.owner.admit(op)) {
                 return;
             }
+            // A heap buffer is staged in malloc'd memory: UCX is told it is host memory, which spares it
+            // the memory-type detection it does per operation where GPU transports are loaded (a cache
+            // lookup under a lock, and on an H200 machine a query of the driver for receive buffers).
+            int known = op.staging != null ? OperationTable.OP_ATTR_FIELD_MEMORY_TYPE : 0;
             MemorySegment p = iov
                     ? operations.iovParam(op, callback, attrs, flags)
-                    : operations.param(op, callback, attrs, flags);
+                    : operations.param(op, callback, attrs | known, flags);
             boolean tagInfoNow = (attrs & OperationTable.OP_ATTR_FIELD_RECV_INFO) != 0 && op.kind.tagReceive();
             if (tagInfoNow) {
                 p.set(ADDRESS, OperationTable.P_RECV_INFO, tagInfo);

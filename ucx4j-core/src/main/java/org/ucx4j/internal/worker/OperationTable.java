@@ -38,6 +38,8 @@ public final class OperationTable {
     public static final int OP_ATTR_FIELD_FLAGS = 1 << 4;
 
     public static final int OP_ATTR_FIELD_RECV_INFO = 1 << 7;
+    /** {@code UCP_OP_ATTR_FIELD_MEMORY_TYPE}: the data buffer's memory type is given (host, here). */
+    static final int OP_ATTR_FIELD_MEMORY_TYPE = 1 << 6;
     /** {@code UCP_OP_ATTR_FLAG_NO_IMM_CMPL}: always complete through the callback. */
     public static final int OP_ATTR_FLAG_NO_IMM_CMPL = 1 << 16;
 
@@ -47,6 +49,7 @@ public final class OperationTable {
     private static final long P_USER_DATA = Structs.offset(Structs.UCP_REQUEST_PARAM, "user_data");
     private static final long P_DATATYPE = Structs.offset(Structs.UCP_REQUEST_PARAM, "datatype");
     static final long P_RECV_INFO = Structs.offset(Structs.UCP_REQUEST_PARAM, "recv_info");
+    private static final long P_MEMORY_TYPE = Structs.offset(Structs.UCP_REQUEST_PARAM, "memory_type");
     /** {@code ucp_dt_make_iov()}. */
     static final long DATATYPE_IOV = 2;
 
@@ -114,6 +117,9 @@ public final class OperationTable {
         long userData = register(op);
         MemorySegment p = param;
         p.set(JAVA_INT, P_OP_ATTR, OP_ATTR_FIELD_CALLBACK | OP_ATTR_FIELD_USER_DATA | extraAttrs);
+        if ((extraAttrs & OP_ATTR_FIELD_MEMORY_TYPE) != 0) {
+            p.set(JAVA_INT, P_MEMORY_TYPE, MEMORY_TYPE_HOST);
+        }
         p.set(JAVA_INT, P_FLAGS, flags);
         p.set(ADDRESS, P_CB, callback);
         p.set(JAVA_LONG, P_USER_DATA, userData);
