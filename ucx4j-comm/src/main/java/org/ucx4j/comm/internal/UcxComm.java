@@ -949,7 +949,7 @@ final class UcxComm extends AbstractComm {
                 while (!waitingCredit.isEmpty() && headersSent < creditFromPeer) {
                     sendHeader(waitingCredit.pollFirst());
                 }
-                if (waitingCredit.isEmpty() && closeMarker != null && !closeSent) {
+                if (waitingCredit.isEmpty() && closeMarker != null && !closeSent && !released) {
                     sendCloseMarker();
                 }
             }
@@ -1151,17 +1151,24 @@ final class UcxComm extends AbstractComm {
     }
 
     /**
-     * The connection ended after this side's close: the peer's endpoint went (or UCX failed ours) while
-     * this closed comm lingered: close ours. Or the peer went before this side's close marker could leave
-     * (it waited behind messages the peer never asked for or never gave credit for): nothing queued can
-     * leave now, so the comm lets go at once, failing what waits, as a comm whose peer dies while open
-     * does. A close marker of the peer's (the peer closed too) changes nothing here: the marker that waits
-     * goes, or fails, when UCX says so.
+     * The connection ended after this side's close. If this closed comm lingered, the peer's endpoint
+     * went (or UCX failed ours): close ours. If it was not released yet (its close waited for messages
+     * the peer never gave credit for or never asked the frames of, or for its own marker or flush), the
+     * peer is gone and nothing queued can leave: it lets go now, failing what waits. If its marker went
+     * and the peer's endpoint is gone, it closes as any comm whose marker went (the linger, ending
+     * {@link #PEER_CLOSE_GRACE} after the peer's endpoint went: the ordering that avoids UCX 1.13's
+     * simultaneous-close crash); otherwise (no marker went, or UCX failed this endpoint) at once, as a
+     * comm whose peer dies while open. A close marker of the peer's (the peer closed too) changes nothing
+     * here: a marker of ours that waits for credit then waits until the peer's endpoint goes.
      */
     @Override
     protected void afterEnd(boolean peerClosed) {
         if (!peerClosed && !released) {
-            release(false);
+            boolean markerWent;
+            synchronized (sendLock) {
+                markerWent = closeSent;
+            }
+            release(markerWent && peerGone);
             return;
         }
         if (lingering) {

@@ -80,9 +80,11 @@ public final class ProgressEngine {
      * {@code System.nanoTime()} costs 30-40 ns (the VM, an H200 machine), as much as the step itself, and a
      * message that lands while a spinner reads the clock is seen that much later (a profile of the caller
      * mode's 8-byte ping-pong on the H200 machine put 15 % of the client's time in the clock). Budgets of
-     * microseconds to milliseconds are still kept to within a few hundred nanoseconds.
+     * microseconds to milliseconds are still kept to within a few hundred nanoseconds. Where a spin step
+     * yields every time (fewer than 8 cores, {@link AdaptiveSpin#YIELD_EVERY}), every step reads it: eight
+     * yields could take a scheduler slice each.
      */
-    private static final int CLOCK_EVERY = 8;
+    private static final int CLOCK_EVERY = AdaptiveSpin.YIELD_EVERY == 1 ? 1 : 8;
 
     private final MemorySegment handle;
     private final int eventFd;
@@ -378,8 +380,9 @@ public final class ProgressEngine {
                 }
                 continue;
             }
-            if (idleSince != 0 && (++steps & (CLOCK_EVERY - 1)) != 0) {
-                AdaptiveSpin.pause(steps); // between clock reads
+            int step = ++steps;
+            if (idleSince != 0 && (step & (CLOCK_EVERY - 1)) != 0) {
+                AdaptiveSpin.pause(step); // between clock reads
                 continue;
             }
             long now = System.nanoTime();
@@ -392,14 +395,14 @@ public final class ProgressEngine {
             }
             if (!spinSpent) {
                 if (now - idleSince < spin.budgetNanos()) {
-                    AdaptiveSpin.pause(steps);
+                    AdaptiveSpin.pause(step);
                     continue;
                 }
                 spinSpent = true;
                 spin.missed();
             }
             if (bulk && now - lastProgress < BULK_SPIN_NANOS) {
-                AdaptiveSpin.pause(steps);
+                AdaptiveSpin.pause(step);
                 continue;
             }
             idleSince = 0;
@@ -461,16 +464,22 @@ public final class ProgressEngine {
                 idleSince = 0;
                 continue;
             }
-            if (idleSince != 0 && (++steps & (CLOCK_EVERY - 1)) != 0) {
-                AdaptiveSpin.pause(steps); // between clock reads
+            // Counted before its pause: every wait starts at 0, and a pause of step 0 (as of any multiple
+            // of YIELD_EVERY) yields, which would cost each message a system call.
+            int step = ++steps;
+            if (idleSince != 0 && (step & (CLOCK_EVERY - 1)) != 0) {
+                AdaptiveSpin.pause(step); // between clock reads
                 continue;
             }
             long now = System.nanoTime();
+            if (now >= deadlineNanos || Thread.currentThread().isInterrupted()) {
+                break;
+            }
             if (idleSince == 0) {
                 idleSince = now;
             }
             if (now - idleSince < spin.configuredNanos()) {
-                AdaptiveSpin.pause(steps);
+                AdaptiveSpin.pause(step);
                 continue;
             }
             lock.lock();
