@@ -54,10 +54,9 @@ final class AdaptiveSpin {
      * thread a reply was for sat runnable behind a busy spinner for a scheduler slice, and yielding on
      * every step halved small-message latency (docs/BENCHMARKS.md, "After the spins yield"). With cores
      * to spare a yield is only a system call (0.3-1 usec) during which a reply that lands is seen late: a
-     * spin there pauses, and yields now and then so an oversubscribed machine still gets its turn. Every
-     * 1024th step is about every 20-100 usec of spinning: with every 64th, a profile of the caller mode's
-     * 8-byte ping-pong on a 16-core H200 machine found about an eighth of the client's measured loop in
-     * {@code Thread.yield}.
+     * spin there pauses, and yields now and then so an oversubscribed machine still gets its turn: every
+     * 1024th step, tens of microseconds of spinning apart (every 64th cost a measurable share of a
+     * caller-mode ping-pong in yields: docs/BENCHMARKS.md, "Where a small message's time goes").
      */
     static final int YIELD_EVERY = Runtime.getRuntime().availableProcessors() >= 8 ? 1024 : 1;
 

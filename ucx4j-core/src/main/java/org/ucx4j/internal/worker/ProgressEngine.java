@@ -77,12 +77,11 @@ public final class ProgressEngine {
     private static final int LOCK_SPINS = 256;
     /**
      * Spin loops read the clock on one idle step in this many (a power of two), not on every one:
-     * {@code System.nanoTime()} costs 30-40 ns (the VM, an H200 machine), as much as the step itself, and a
-     * message that lands while a spinner reads the clock is seen that much later (a profile of the caller
-     * mode's 8-byte ping-pong on the H200 machine put 15 % of the client's time in the clock). Budgets of
-     * microseconds to milliseconds are still kept to within a few hundred nanoseconds. Where a spin step
-     * yields every time (fewer than 8 cores, {@link AdaptiveSpin#YIELD_EVERY}), every step reads it: eight
-     * yields could take a scheduler slice each.
+     * {@code System.nanoTime()} costs about as much as a spin step itself, and a message that lands while
+     * a spinner reads the clock is seen that much later (measured: docs/BENCHMARKS.md, "Where a small
+     * message's time goes"). Budgets of microseconds to milliseconds are still kept to within a few
+     * hundred nanoseconds. Where a spin step yields every time (fewer than 8 cores,
+     * {@link AdaptiveSpin#YIELD_EVERY}), every step reads it: eight yields could take a scheduler slice each.
      */
     private static final int CLOCK_EVERY = AdaptiveSpin.YIELD_EVERY == 1 ? 1 : 8;
 
@@ -455,9 +454,7 @@ public final class ProgressEngine {
         // The deadline and the interrupt are checked on one round in CLOCK_EVERY, busy or idle.
         int rounds = 0;
         while (!f.isDone() && !destroyed) {
-            if ((++rounds & (CLOCK_EVERY - 1)) == 0
-                    && (System.nanoTime() >= deadlineNanos
-                            || Thread.currentThread().isInterrupted())) {
+            if ((++rounds & (CLOCK_EVERY - 1)) == 0 && givesUp(System.nanoTime(), deadlineNanos)) {
                 break;
             }
             if (progressOnce() > 0) {
@@ -472,7 +469,7 @@ public final class ProgressEngine {
                 continue;
             }
             long now = System.nanoTime();
-            if (now >= deadlineNanos || Thread.currentThread().isInterrupted()) {
+            if (givesUp(now, deadlineNanos)) {
                 break;
             }
             if (idleSince == 0) {
@@ -496,6 +493,11 @@ public final class ProgressEngine {
             }
             idleSince = 0;
         }
+    }
+
+    /** Whether a caller-mode wait stops: its deadline passed, or its thread was interrupted. */
+    private static boolean givesUp(long now, long deadlineNanos) {
+        return now >= deadlineNanos || Thread.currentThread().isInterrupted();
     }
 
     /**
