@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Same-host ucx:// with dead-peer detection (issue 15, item 4): ucx:// with same-host-shared-memory=true
-# (peer error handling on, UCX's shared memory transports report peer failure, UCX checks peers every
-# 200 ms), ucx:// with the defaults (same-host-shared-memory=false: UCX keeps to tcp) and tcp://,
+# Same-host ucx:// with dead-peer detection (issue 15, item 4): ucx:// with the defaults
+# (same-host-shared-memory=true: each process pair on workers kept for each other, on UCX's shared memory
+# transports told to report peer failure; the handshake socket reports a death at once), ucx:// with
+# same-host-shared-memory=false (the shared worker: with peer error handling UCX keeps to tcp) and tcp://,
 # alternating in one run, each cell the median of ROUNDS runs (default 3); and 1 KiB round trips. The detection time after
 # kill -9 is printed by SameHostDeadPeerTest (docs/BENCHMARKS.md says how).
 #
@@ -60,7 +61,7 @@ def med(name):
         return None
     with open(p) as f:
         return statistics.median(float(x) for x in f.read().split())
-print("| row | ucx:// same-host-shared-memory=true | ucx:// defaults (UCX on tcp) | tcp:// | shm / tcp:// |")
+print("| row | ucx:// defaults (same-host workers, shared memory) | ucx:// same-host-shared-memory=false (UCX on tcp) | tcp:// | defaults / tcp:// |")
 print("|---|---|---|---|---|")
 for label, key in [(f"bandwidth {s}, MB/s", s) for s in sizes] + [("1 KiB round trips/s", "rt")]:
     on, off, tcp = med(f"ucx-true-{key}"), med(f"ucx-false-{key}"), med(f"tcp-{key}")

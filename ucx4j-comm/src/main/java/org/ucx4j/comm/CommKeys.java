@@ -109,19 +109,22 @@ public final class CommKeys {
     public static final ConfigKey<String> AUTH_SECRET_FILE =
             ConfigKey.text("auth.secret-file", "file holding the shared secret");
     /**
-     * Same-host {@code ucx://} comms on shared memory with peer error handling (default false). With
-     * {@code peer-error-handling} on, UCX leaves its shared memory transports out unless they are told
-     * to report peer failure ({@code UCX_MM_ERROR_HANDLING}); true makes the comms' UCX context set it
-     * (and a 200 ms {@code UCX_KEEPALIVE_INTERVAL}), each unless set elsewhere. Off by default: a peer
-     * killed in the middle of a send can leave the survivor's shared memory receive queue blocked for
-     * good, so that its worker receives nothing more over shared memory from anyone (UCX's mm
-     * transport; docs/CONFIGURATION.md has the evidence). Every process of one host must use the same
-     * value.
+     * Same-host {@code ucx://} comms on shared memory, with a dead peer still detected (default true).
+     * With {@code peer-error-handling} on (the default), a socket {@code ucx://} comm between two processes
+     * of one host (the same boot, IPC and PID namespaces and user) runs on a UCX worker that each process
+     * keeps for the other alone, on UCX's shared memory (and GPU) transports, told to report peer failure
+     * ({@code UCX_MM_ERROR_HANDLING=y} unless set elsewhere); other comms use the shared worker, where
+     * UCX keeps same-host traffic on tcp. Why a worker per peer process: a peer killed in the middle of a
+     * shared memory send can leave the receiving worker's queue blocked for good (UCX's mm transport;
+     * docs/CONFIGURATION.md), which then only ends comms with that peer, which fail anyway. False keeps
+     * every comm on the shared worker. Either side's false keeps a pair on the shared worker; the
+     * transport must be {@code ucx://} on both sides (IP-less {@code ucx-worker://} comms always use the
+     * shared worker).
      */
     public static final ConfigKey<Boolean> SAME_HOST_SHARED_MEMORY = ConfigKey.flag(
             "same-host-shared-memory",
-            false,
-            "ucx:// between processes of one host on shared memory with peer error handling (see the docs first)");
+            true,
+            "ucx:// between processes of one host on shared memory, each pair on workers of its own");
 
     /** ucx4j-comm's keys, in documentation order. */
     public static final List<ConfigKey<?>> ALL = List.of(

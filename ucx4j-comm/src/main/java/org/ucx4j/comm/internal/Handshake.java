@@ -29,18 +29,23 @@ import org.ucx4j.comm.CommProtocolException;
  * client -> listener   HELLO   (version, auth flag, nonce C, hello tag, identity, address used,
  *                               IP-less: worker address and its MAC)
  * listener -> client   HELLO   (version, auth flag, nonce L, hello tag, identity, client address seen)
- *                      PROOF   HMAC(secret, "ucx4j-comm/2 listener" | C | L)   (empty without a secret)
+ *                      PROOF   HMAC(secret, "ucx4j-comm/2 listener" | C | L | offer), offer
+ *                              (the MAC is empty without a secret)
  * client -> listener   PROOF   HMAC(secret, "ucx4j-comm/2 client" | L | C | endpoint), endpoint
  * listener -> client   VERDICT (0 accepted | 1 version | 2 authentication | 3 other, reason;
  *                               accepted: endpoint, HMAC(secret, "ucx4j-comm/2 accept" | C | L | endpoint))
  * </pre>
- * A listener that refuses at any step sends a VERDICT instead of its next record.
+ * A listener that refuses at any step sends a VERDICT instead of its next record. The listener's offer is
+ * an endpoint with no tag and no worker address: its {@link Endpoint#sameHost()} token, when not empty,
+ * offers a pair of same-host workers ({@code ucx://} between two processes of one host, see
+ * {@link SameHost}); a client that takes the offer sends its own token in its endpoint, and the listener
+ * answers with its token in the VERDICT's. A client's token without an offer is refused.
  */
 final class Handshake {
     /** "U4JH". */
     static final int MAGIC = 0x484A3455;
 
-    static final int VERSION = 3;
+    static final int VERSION = 4;
     static final int HELLO = 1;
     static final int PROOF = 2;
     static final int VERDICT = 3;
@@ -87,22 +92,51 @@ final class Handshake {
             byte[] workerAddress,
             byte[] helloMac) {}
 
+    /** The most bytes a same-host token may have ({@link Endpoint#sameHost()}). */
+    static final int MAX_SAME_HOST = 512;
+
     /**
      * What one side gives its authenticated peer: the tag its comm receives on and its UCX worker
      * address ({@code ucx://}), or nothing ({@link #NONE}: {@code tcp://}, {@code inproc://}; IP-less
-     * sides give a tag only).
+     * sides give a tag only). {@code sameHost}: empty, or the side's same-host token ({@link SameHost}),
+     * which says that the worker address is that of a worker kept for this peer process alone.
      */
-    record Endpoint(long tag, byte[] workerAddress) {
+    record Endpoint(long tag, byte[] workerAddress, byte[] sameHost) {
         static final Endpoint NONE = new Endpoint(0, new byte[0]);
 
+        Endpoint(long tag, byte[] workerAddress) {
+            this(tag, workerAddress, new byte[0]);
+        }
+
+        /** An offer of same-host workers: a listener's token and nothing else (empty: no offer). */
+        static Endpoint offer(byte[] sameHost) {
+            return new Endpoint(0, new byte[0], sameHost);
+        }
+
+        /** Whether this endpoint carries a same-host token. */
+        boolean isSameHost() {
+            return sameHost.length > 0;
+        }
+
         byte[] encode() {
-            return ByteBuffer.allocate(8 + 4 + workerAddress.length)
+            return ByteBuffer.allocate(8 + 4 + workerAddress.length + 2 + sameHost.length)
                     .order(ByteOrder.LITTLE_ENDIAN)
                     .putLong(tag)
                     .putInt(workerAddress.length)
                     .put(workerAddress)
+                    .putShort((short) sameHost.length)
+                    .put(sameHost)
                     .array();
         }
+    }
+
+    /**
+     * What the client gives an authenticated listener, chosen once it has the listener's offer (proved
+     * with the secret when there is one).
+     */
+    @FunctionalInterface
+    interface Answer {
+        Endpoint mine(Endpoint offer) throws Exception;
     }
 
     /**
@@ -121,13 +155,14 @@ final class Handshake {
     static Result client(
             HandshakeChannel ch, CommOptions options, long myTag, String addressUsed, byte[] myWorkerAddress)
             throws Exception {
-        return client(ch, options, myTag, addressUsed, myWorkerAddress, Endpoint.NONE);
+        return client(ch, options, myTag, addressUsed, myWorkerAddress, offer -> Endpoint.NONE);
     }
 
     /**
      * The client's side. {@code helloTag} and {@code iplessWorkerAddress}: what an IP-less client's
-     * HELLO carries (0 and null elsewhere); {@code mine}: what it gives the listener once the listener
-     * has proved the secret.
+     * HELLO carries (0 and null elsewhere); {@code answer}: what it gives the listener once the listener
+     * has proved the secret, given the listener's offer. A listener's endpoint in the VERDICT must carry
+     * a same-host token exactly when the client's did.
      */
     static Result client(
             HandshakeChannel ch,
@@ -135,7 +170,7 @@ final class Handshake {
             long helloTag,
             String addressUsed,
             byte[] iplessWorkerAddress,
-            Endpoint mine)
+            Answer answer)
             throws Exception {
         Optional<byte[]> secret = options.secret();
         byte[] nonceC = nonce();
@@ -152,12 +187,27 @@ final class Handshake {
                             ? "the listener has no shared secret but this side has one (auth.secret): refusing an unauthenticated peer"
                             : "the listener requires a shared secret: set auth.secret or auth.secret-file");
         }
-        byte[] proofL = parseProof(ch.receive(), secret.isPresent()).mac();
+        Proof listenerProof = parseProof(ch.receive(), secret.isPresent());
+        Endpoint offer = listenerProof.endpoint();
+        if (secret.isPresent()
+                && !proves(
+                        listenerProof.mac(),
+                        secret.get(),
+                        "ucx4j-comm/2 listener",
+                        nonceC,
+                        h.nonce(),
+                        offer.encode())) {
+            throw new CommAuthenticationException("the listener proved a different shared secret (auth.secret)");
+        }
+        if (offer.tag() != 0 || offer.workerAddress().length != 0) {
+            throw new CommProtocolException("the listener's PROOF carries an endpoint, not only an offer");
+        }
+        Endpoint mine = answer.mine(offer);
+        if (mine.isSameHost() && !offer.isSameHost()) {
+            throw new IllegalStateException("a same-host endpoint without the listener's offer");
+        }
         byte[] mineBytes = mine.encode();
         if (secret.isPresent()) {
-            if (!proves(proofL, secret.get(), "ucx4j-comm/2 listener", nonceC, h.nonce())) {
-                throw new CommAuthenticationException("the listener proved a different shared secret (auth.secret)");
-            }
             ch.send(proof(mac(secret.get(), "ucx4j-comm/2 client", h.nonce(), nonceC, mineBytes), mine));
         } else {
             ch.send(proof(new byte[0], mine));
@@ -173,6 +223,12 @@ final class Handshake {
                         a.endpoint().encode())) {
             throw new CommAuthenticationException(
                     "the listener's accepting VERDICT carries a wrong MAC (altered on the way?)");
+        }
+        if (a.endpoint().isSameHost() != mine.isSameHost()) {
+            throw new CommProtocolException(
+                    mine.isSameHost()
+                            ? "the listener accepted without the same-host worker this side asked for"
+                            : "the listener answered with a same-host worker this side did not ask for");
         }
         return new Result(h.identity(), h.tag(), h.address(), a.endpoint());
     }
@@ -222,23 +278,23 @@ final class Handshake {
     static Result listener(
             HandshakeChannel ch, CommOptions options, long myTag, String clientAddressSeen, byte[] firstHello)
             throws Exception {
-        return listener(ch, options, myTag, clientAddressSeen, firstHello, Endpoint.NONE, peer -> {});
+        return listener(ch, options, myTag, clientAddressSeen, firstHello, Endpoint.NONE, peer -> Endpoint.NONE);
     }
 
     /**
      * What the listener does with an authenticated client's endpoint before it accepts (creates its
-     * UCX endpoint from it); a failure refuses the client.
+     * UCX endpoint from it), and what it gives the client in return; a failure refuses the client.
      */
     @FunctionalInterface
     interface OnAuthenticated {
-        void accept(Endpoint peer) throws Exception;
+        Endpoint accept(Endpoint peer) throws Exception;
     }
 
     /**
      * The listener's side. {@code firstHello} is the client's HELLO when the transport already read it
-     * (ucx-worker), else null; {@code helloTag} the tag its HELLO announces (IP-less), {@code mine} what
-     * it gives an authenticated client in the accepting VERDICT, after {@code onAuthenticated} ran on
-     * the client's.
+     * (ucx-worker), else null; {@code helloTag} the tag its HELLO announces (IP-less), {@code offer} what
+     * its PROOF offers ({@link Endpoint#offer}, or {@link Endpoint#NONE}); {@code onAuthenticated} runs
+     * on the authenticated client's endpoint and gives what goes into the accepting VERDICT.
      */
     static Result listener(
             HandshakeChannel ch,
@@ -246,7 +302,7 @@ final class Handshake {
             long helloTag,
             String clientAddressSeen,
             byte[] firstHello,
-            Endpoint mine,
+            Endpoint offer,
             OnAuthenticated onAuthenticated)
             throws Exception {
         Optional<byte[]> secret = options.secret();
@@ -277,8 +333,10 @@ final class Handshake {
         byte[] nonceL = nonce();
         ch.send(hello(secret.isPresent(), nonceL, helloTag, options.identity(), clientAddressSeen, null, new byte[0]));
         ch.send(proof(
-                secret.isPresent() ? mac(secret.get(), "ucx4j-comm/2 listener", c.nonce(), nonceL) : new byte[0],
-                Endpoint.NONE));
+                secret.isPresent()
+                        ? mac(secret.get(), "ucx4j-comm/2 listener", c.nonce(), nonceL, offer.encode())
+                        : new byte[0],
+                offer));
         Proof proofC;
         try {
             proofC = parseProof(ch.receive(), secret.isPresent());
@@ -300,8 +358,14 @@ final class Handshake {
             refuse(ch, Verdict.REFUSED_AUTH, "wrong shared secret");
             throw new CommAuthenticationException("client " + c.identity() + " proved a wrong shared secret");
         }
+        if (proofC.endpoint().isSameHost() && !offer.isSameHost()) {
+            String why = "the client asked for a same-host worker this listener did not offer";
+            refuse(ch, Verdict.REFUSED_OTHER, why);
+            throw new CommProtocolException(why + " (client " + c.identity() + ")");
+        }
+        Endpoint mine;
         try {
-            onAuthenticated.accept(proofC.endpoint());
+            mine = onAuthenticated.accept(proofC.endpoint());
         } catch (Exception e) {
             refuse(ch, Verdict.REFUSED_OTHER, "the listener cannot reach this client: " + Failures.describe(e));
             throw e;
@@ -498,7 +562,14 @@ final class Handshake {
         }
         byte[] wa = new byte[waLen];
         b.get(wa);
-        return new Endpoint(tag, wa);
+        int shLen = b.getShort() & 0xffff;
+        if (shLen > MAX_SAME_HOST || shLen > b.remaining()) {
+            throw new CommProtocolException(record + " same-host token of " + shLen + " bytes (at most " + MAX_SAME_HOST
+                    + ", " + b.remaining() + " left)");
+        }
+        byte[] sh = new byte[shLen];
+        b.get(sh);
+        return new Endpoint(tag, wa, sh);
     }
 
     /** Reads a VERDICT: the accepting one's endpoint and MAC, or the refusal as an exception. */

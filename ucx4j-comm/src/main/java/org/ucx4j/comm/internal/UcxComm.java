@@ -135,6 +135,11 @@ final class UcxComm extends AbstractComm {
         failed(new CommClosedException("comm " + localAddress() + " <-> " + peerAddress() + " lost: " + why));
     }
 
+    /** The runtime whose worker this comm uses (the shared one, or one kept for a same-host peer). */
+    UcxRuntime runtime() {
+        return runtime;
+    }
+
     /** UCX's transports for a tag message of {@code frameSize} bytes on this comm's endpoint. */
     @Override
     public List<String> carriedBy(long frameSize) {

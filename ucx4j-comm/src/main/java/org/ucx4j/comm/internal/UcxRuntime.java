@@ -14,13 +14,14 @@ import org.ucx4j.UcxContext;
 import org.ucx4j.UcxKeys;
 import org.ucx4j.UcxWorker;
 import org.ucx4j.WorkerOptions;
-import org.ucx4j.comm.CommKeys;
 
 /**
  * The UCX context and the one worker shared by every {@code ucx://} comm and listener of one
  * configuration in one {@link org.ucx4j.comm.CommContext} (as distributed-ucxx and UCXX use one worker
  * per process), counted by its users; {@link UcxRuntimes} closes it a short while after the last one
- * leaves, so that a burst of short connections does not pay for a new context each time.
+ * leaves, so that a burst of short connections does not pay for a new context each time. A runtime whose
+ * {@link Key#isSameHost()} is kept instead for the socket {@code ucx://} comms with one same-host peer
+ * process, on shared memory ({@link SameHost}).
  *
  * <p>One worker, not one per listener: UCX up to 1.16 aborts the process
  * ({@code async.c: Assertion `handler->async == async'}) when an event missed by one worker's async
@@ -78,15 +79,35 @@ final class UcxRuntime {
     private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
 
     /**
-     * What makes two configurations share a runtime: their UCX settings, worker options and the
-     * comm's own UCX options ({@link #commOptions(UcxConfig)}).
+     * What makes two configurations share a runtime: their UCX settings, worker options, the comm's own
+     * UCX options, and for a same-host worker the peer process it is kept for ({@code ""} for the shared
+     * runtime).
      */
-    record Key(UcxConfig.UcxSettings settings, WorkerOptions workerOptions, Map<String, String> commOptions) {
+    record Key(
+            UcxConfig.UcxSettings settings,
+            WorkerOptions workerOptions,
+            Map<String, String> commOptions,
+            String peerProcess) {
+        /** The shared runtime's key. */
         static Key of(UcxConfig config) {
+            return new Key(config.ucxSettings(), UcxRuntime.workerOptions(config, "ucx4j-comm"), Map.of(), "");
+        }
+
+        /**
+         * The key of the worker kept for one same-host peer process ({@link SameHost}), on the shared
+         * runtime's transports of {@link SameHost#TRANSPORTS} ({@code transports}, comma-separated).
+         */
+        Key sameHost(UcxConfig config, String transports, String peerProcess) {
             return new Key(
-                    config.ucxSettings(),
-                    UcxRuntime.workerOptions(config, "ucx4j-comm"),
-                    UcxRuntime.commOptions(config));
+                    settings,
+                    UcxRuntime.workerOptions(config, "ucx4j-comm-same-host"),
+                    sameHostOptions(config, transports),
+                    peerProcess);
+        }
+
+        /** Whether this is the key of a worker kept for one same-host peer process. */
+        boolean isSameHost() {
+            return !peerProcess.isEmpty();
         }
     }
 
@@ -95,31 +116,20 @@ final class UcxRuntime {
             List.of("MM_ERROR_HANDLING", "POSIX_ERROR_HANDLING", "SYSV_ERROR_HANDLING");
 
     /**
-     * How often UCX checks each endpoint's peer when same-host shared memory is on: a shared memory
-     * peer's check is a look at its process (pid and start time), so a dead IP-less peer is found within
-     * about this time (UCX's default, 20 s, is far from the 1 s bound; docs/CONFIGURATION.md).
+     * The UCX options of a worker kept for one same-host peer process ({@link SameHost}), beyond the
+     * configuration's: {@code TLS} = {@code transports} (the shared runtime's shared memory and GPU
+     * transports: no network transport, so no socket of UCX's, and nothing a user's {@code tls} left
+     * out); and {@code MM_ERROR_HANDLING=y} unless one of {@link #SHARED_MEMORY_ERROR_HANDLING} is set
+     * elsewhere (an {@code environment} entry or the process environment), so that UCX keeps the traffic
+     * on shared memory (posix/sysv) although the endpoints detect peer failure. The comms over it learn
+     * of a dead peer from their handshake sockets at once (see {@link UcxComm}); UCX's own check runs at
+     * its usual interval.
      */
-    static final String KEEPALIVE_INTERVAL = "200ms";
-
-    /**
-     * The UCX options the comm sets on its context beyond the configuration's, when
-     * {@link CommKeys#SAME_HOST_SHARED_MEMORY} and {@link UcxKeys#PEER_ERROR_HANDLING} are on:
-     * {@code MM_ERROR_HANDLING=y} unless one of {@link #SHARED_MEMORY_ERROR_HANDLING} is set elsewhere (an
-     * {@code environment} entry or the process environment), so that UCX keeps same-host traffic on shared
-     * memory (posix/sysv) although the endpoints detect peer failure; and {@code KEEPALIVE_INTERVAL} (see
-     * {@link #KEEPALIVE_INTERVAL}) unless set elsewhere. A socket {@code ucx://} comm learns of a dead peer
-     * sooner still, from its handshake socket (see {@link UcxComm}).
-     */
-    static Map<String, String> commOptions(UcxConfig config) {
-        if (!config.get(CommKeys.SAME_HOST_SHARED_MEMORY) || !config.get(UcxKeys.PEER_ERROR_HANDLING)) {
-            return Map.of();
-        }
+    static Map<String, String> sameHostOptions(UcxConfig config, String transports) {
         Map<String, String> options = new java.util.TreeMap<>();
+        options.put("TLS", transports);
         if (SHARED_MEMORY_ERROR_HANDLING.stream().noneMatch(name -> setElsewhere(config, name))) {
             options.put("MM_ERROR_HANDLING", "y");
-        }
-        if (!setElsewhere(config, "KEEPALIVE_INTERVAL")) {
-            options.put("KEEPALIVE_INTERVAL", KEEPALIVE_INTERVAL);
         }
         return Map.copyOf(options);
     }
@@ -171,10 +181,10 @@ final class UcxRuntime {
         this.context = UcxContext.builder()
                 .config(config)
                 .options(key.commOptions())
-                .name("ucx4j-comm")
+                .name(key.workerOptions().name())
                 .build();
         try {
-            this.worker = context.newWorker(workerOptions(config, "ucx4j-comm"));
+            this.worker = context.newWorker(key.workerOptions());
         } catch (RuntimeException e) {
             context.close();
             throw e;
@@ -196,6 +206,25 @@ final class UcxRuntime {
                 .name(name)
                 .build();
     }
+
+    /**
+     * This runtime's transports that a same-host worker keeps ({@link SameHost#TRANSPORTS}, in UCX's
+     * order, comma-separated), or {@code ""} when none of them carries host memory between processes
+     * (then same-host workers would gain nothing: the configuration left shared memory out).
+     */
+    String sameHostTransports() {
+        String t = sameHostTransports;
+        if (t == null) {
+            List<String> all = context.transports();
+            List<String> kept =
+                    all.stream().filter(SameHost.TRANSPORTS::contains).toList();
+            t = kept.stream().anyMatch(SameHost.SHARED_MEMORY::contains) ? String.join(",", kept) : "";
+            sameHostTransports = t;
+        }
+        return t;
+    }
+
+    private volatile String sameHostTransports;
 
     /** One more user of a runtime already held (a listener's accepted comm); pair with {@link #release()}. */
     void retain() {

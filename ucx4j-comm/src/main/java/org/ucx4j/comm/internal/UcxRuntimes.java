@@ -38,6 +38,20 @@ final class UcxRuntimes {
     static final Duration EXIT_QUIET = Duration.ofMillis(100);
 
     private final Map<UcxRuntime.Key, UcxRuntime> runtimes = new HashMap<>();
+    /** This comm context's process id in same-host tokens ({@link SameHost}): 128 random bits, in hex. */
+    private final String process;
+
+    UcxRuntimes() {
+        byte[] id = new byte[16];
+        new java.security.SecureRandom().nextBytes(id);
+        this.process = java.util.HexFormat.of().formatHex(id);
+    }
+
+    /** This comm context's process id, for same-host tokens. */
+    String process() {
+        return process;
+    }
+
     private boolean closed;
     /** The JVM is exiting (the shutdown hook started): closed comms no longer wait for their peers. */
     private volatile boolean exiting;
@@ -48,7 +62,26 @@ final class UcxRuntimes {
 
     /** The runtime for a configuration, created on first use; pair with {@link UcxRuntime#release()}. */
     UcxRuntime acquire(UcxConfig config) {
-        UcxRuntime.Key key = UcxRuntime.Key.of(config);
+        return acquire(UcxRuntime.Key.of(config), config);
+    }
+
+    /**
+     * The worker kept for one same-host peer process ({@link SameHost}), of {@code shared}'s configuration,
+     * created on first use; pair with {@link UcxRuntime#release()}. Like the shared runtime, it stays
+     * {@link #LINGER} after its last comm for the next one.
+     *
+     * @param shared the shared runtime, whose {@link UcxRuntime#sameHostTransports()} is not empty
+     * @param peerProcess the peer's process id from its token
+     */
+    UcxRuntime acquireSameHost(UcxRuntime shared, String peerProcess) {
+        String transports = shared.sameHostTransports();
+        if (transports.isEmpty()) {
+            throw new IllegalStateException("no shared memory transport for a same-host worker");
+        }
+        return acquire(shared.key.sameHost(shared.config, transports, peerProcess), shared.config);
+    }
+
+    private UcxRuntime acquire(UcxRuntime.Key key, UcxConfig config) {
         synchronized (this) {
             if (closed) {
                 throw new IllegalStateException("the comm context is closed");

@@ -162,9 +162,12 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
      * {@code ucx://}: the handshake on a plain TCP socket; once both sides proved the secret, each
      * gives the other its comm's tag and its worker address, and the UCX endpoint is made from the
      * listener's worker address. The socket stays open as long as the comm's endpoint (see
-     * {@link UcxComm}: its end is how each side learns of the other's).
+     * {@link UcxComm}: its end is how each side learns of the other's). When the listener offers
+     * same-host workers and this side can use them ({@link SameHost}), the comm runs on the worker kept
+     * for the listener's process instead of the shared one (and holds that runtime instead of
+     * {@code rt}, which it lets go, with {@code myTag}, once the comm exists).
      */
-    private static UcxComm connectThroughSocket(
+    private UcxComm connectThroughSocket(
             UcxRuntime rt,
             URI address,
             InetSocketAddress target,
@@ -182,18 +185,83 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             throw new CommException("cannot connect to " + address + ": " + describeConnect(e), e);
         }
         URI peer = Addresses.uri(address.getScheme().toLowerCase(java.util.Locale.ROOT), target);
-        Handshake.Result r = Handshake.client(
-                new StreamHandshakeChannel(ch),
-                options,
-                0,
-                peer.toString(),
-                null,
-                new Handshake.Endpoint(myTag, rt.worker.address().bytes()));
-        WorkerAddress listenerWorker = peerWorker(r.peerEndpoint(), "listener");
-        UcxEndpoint e = rt.worker.await(rt.worker.connectAsync(listenerWorker, onError));
-        ep.set(e);
-        URI local = parseOr(r.addressSeenByPeer(), peer);
-        return new UcxComm(e, myTag, r.peerTag(), options, local, peer, r.peerIdentity(), rt, null, ch);
+        SameHostSide side = new SameHostSide();
+        try {
+            Handshake.Result r =
+                    Handshake.client(new StreamHandshakeChannel(ch), options, 0, peer.toString(), null, offer -> {
+                        java.util.Optional<String> process = sameHostPeer(rt, options, offer);
+                        if (process.isEmpty()) {
+                            return new Handshake.Endpoint(
+                                    myTag, rt.worker.address().bytes());
+                        }
+                        side.take(runtimes.acquireSameHost(rt, process.get()));
+                        return side.endpoint(SameHost.token(runtimes.process()));
+                    });
+            UcxRuntime use = side.rt != null ? side.rt : rt;
+            long tag = side.rt != null ? side.tag : myTag;
+            if (side.rt != null
+                    && !SameHost.peerProcess(r.peerEndpoint().sameHost(), runtimes.process())
+                            .equals(java.util.Optional.of(side.rt.key.peerProcess()))) {
+                throw new CommProtocolException("the listener's same-host token names another process than its offer");
+            }
+            WorkerAddress listenerWorker = peerWorker(r.peerEndpoint(), "listener");
+            UcxEndpoint e = use.worker.await(use.worker.connectAsync(listenerWorker, onError));
+            ep.set(e);
+            URI local = parseOr(r.addressSeenByPeer(), peer);
+            UcxComm c = new UcxComm(e, tag, r.peerTag(), options, local, peer, r.peerIdentity(), use, null, ch);
+            if (use != rt) {
+                rt.releaseTag(myTag);
+                rt.release();
+            }
+            return c;
+        } catch (Throwable t) {
+            if (side.rt != null) {
+                forceClose(ep.getAndSet(null));
+                side.letGo();
+            }
+            throw t;
+        }
+    }
+
+    /**
+     * The same-host worker a socket comm being made took ({@link UcxRuntimes#acquireSameHost}) and the tag
+     * drawn there, until the comm holds them; null while the comm uses the shared runtime.
+     */
+    private static final class SameHostSide {
+        UcxRuntime rt;
+        long tag;
+
+        void take(UcxRuntime sameHost) {
+            rt = sameHost;
+            tag = sameHost.nextTag();
+        }
+
+        Handshake.Endpoint endpoint(byte[] token) {
+            return new Handshake.Endpoint(tag, rt.worker.address().bytes(), token);
+        }
+
+        /** The comm was not made: gives the tag and the runtime back. */
+        void letGo() {
+            if (rt != null) {
+                rt.releaseTag(tag);
+                rt.release();
+                rt = null;
+            }
+        }
+    }
+
+    /**
+     * The peer process of a listener's offer when this side takes it: same-host workers wanted here
+     * ({@link SameHost#wanted}), shared memory among the shared runtime's transports, and a token naming
+     * another process of this host; else empty.
+     */
+    private java.util.Optional<String> sameHostPeer(UcxRuntime rt, CommOptions options, Handshake.Endpoint offer) {
+        if (!offer.isSameHost()
+                || !SameHost.wanted(options)
+                || rt.sameHostTransports().isEmpty()) {
+            return java.util.Optional.empty();
+        }
+        return SameHost.peerProcess(offer.sameHost(), runtimes.process());
     }
 
     /**
@@ -220,7 +288,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                     helloTag,
                     address.toString(),
                     rt.worker.address().bytes(),
-                    new Handshake.Endpoint(myTag, new byte[0]));
+                    offer -> new Handshake.Endpoint(myTag, new byte[0]));
             requireTag(r.peerEndpoint(), "listener");
             URI local = workerUri(rt.worker.address(), 0);
             return new UcxComm(e, myTag, r.peerTag(), options, local, address, r.peerIdentity(), rt, null, null);
@@ -348,8 +416,8 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             throw e;
         }
         try {
-            Listener l =
-                    new Listener(rt, address.getScheme().toLowerCase(java.util.Locale.ROOT), server, handler, options);
+            Listener l = new Listener(
+                    runtimes, rt, address.getScheme().toLowerCase(java.util.Locale.ROOT), server, handler, options);
             if (options.secret().isEmpty() && !bind.getAddress().isLoopbackAddress()) {
                 LOG.warn(
                         "{}: no shared secret (auth.secret): every client that can reach this port is trusted,"
@@ -379,7 +447,11 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
      * it too.
      */
     static final class Listener implements CommListener {
+        private final UcxRuntimes runtimes;
         private final UcxRuntime rt;
+        /** What this listener's PROOF offers socket clients: its same-host token, or nothing. */
+        private final Handshake.Endpoint offer;
+
         private final String scheme;
         private final CommHandler handler;
         private final CommOptions options;
@@ -398,8 +470,18 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         private final MemorySegment acceptBuffer = acceptArena.allocate(HandshakeChannel.MAX_RECORD);
         private final AtomicReference<CompletableFuture<TagInfo>> acceptRecv = new AtomicReference<>();
 
-        Listener(UcxRuntime rt, String scheme, ServerSocketChannel server, CommHandler handler, CommOptions options) {
+        Listener(
+                UcxRuntimes runtimes,
+                UcxRuntime rt,
+                String scheme,
+                ServerSocketChannel server,
+                CommHandler handler,
+                CommOptions options) {
+            this.runtimes = runtimes;
             this.rt = rt;
+            this.offer = SameHost.wanted(options) && !rt.sameHostTransports().isEmpty()
+                    ? Handshake.Endpoint.offer(SameHost.token(runtimes.process()))
+                    : Handshake.Endpoint.NONE;
             this.acceptTag = rt.nextAcceptTag();
             this.scheme = scheme;
             this.handler = handler;
@@ -450,6 +532,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             AtomicReference<UcxEndpoint> ep = new AtomicReference<>();
             long myTag = rt.nextTag();
             URI peer = URI.create(scheme + "://unknown:0");
+            SameHostSide side = new SameHostSide();
             UcxComm made;
             try {
                 peer = Addresses.uri(scheme, (InetSocketAddress) c.getRemoteAddress());
@@ -464,21 +547,42 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                         slot,
                         () -> {
                             Handshake.Result r = Handshake.listener(
-                                    new StreamHandshakeChannel(c),
-                                    options,
-                                    0,
-                                    p.toString(),
-                                    null,
-                                    new Handshake.Endpoint(
-                                            myTag, worker.address().bytes()),
-                                    client -> ep.set(worker.await(worker.connectAsync(
-                                            peerWorker(client, "client"), (e, err) -> onError(comm, err)))));
-                            return accepted(ep.get(), myTag, r, parseOr(r.addressSeenByPeer(), uri), p, c);
+                                    new StreamHandshakeChannel(c), options, 0, p.toString(), null, offer, client -> {
+                                        if (client.isSameHost()) {
+                                            side.take(runtimes.acquireSameHost(rt, sameHostClient(client)));
+                                        }
+                                        UcxWorker w = side.rt != null ? side.rt.worker : worker;
+                                        ep.set(w.await(w.connectAsync(
+                                                peerWorker(client, "client"), (e, err) -> onError(comm, err))));
+                                        return side.rt != null
+                                                ? side.endpoint(offer.sameHost())
+                                                : new Handshake.Endpoint(
+                                                        myTag, worker.address().bytes());
+                                    });
+                            URI local = parseOr(r.addressSeenByPeer(), uri);
+                            if (side.rt != null) {
+                                UcxComm sameHost = new UcxComm(
+                                        ep.get(),
+                                        side.tag,
+                                        r.peerTag(),
+                                        options,
+                                        local,
+                                        p,
+                                        r.peerIdentity(),
+                                        side.rt,
+                                        inFlight,
+                                        c);
+                                side.rt = null; // the comm holds it now
+                                rt.releaseTag(myTag);
+                                return sameHost;
+                            }
+                            return accepted(ep.get(), myTag, r, local, p, c);
                         });
             } catch (Exception e) {
                 gate.refused("handshake failed", e.getMessage(), "refused a connection from {}: {}", peer);
                 TcpTransport.closeQuietly(c);
                 forceClose(ep.get());
+                side.letGo();
                 rt.releaseTag(myTag);
                 return;
             } finally {
@@ -486,6 +590,16 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             }
             comm.set(made);
             Listeners.runHandler(handler, made, uri);
+        }
+
+        /**
+         * The process a client's same-host token names: one of this host, not this comm context (only a
+         * listener that offered gets here: {@link Handshake} refuses a token without an offer).
+         */
+        private String sameHostClient(Handshake.Endpoint client) {
+            return SameHost.peerProcess(client.sameHost(), runtimes.process())
+                    .orElseThrow(() -> new CommProtocolException(
+                            "the client's same-host token does not name another process of this host"));
         }
 
         /** The comm of an accepted connection; it holds the runtime until it is released. */
@@ -589,13 +703,10 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                             ep.set(e);
                             UcxTagChannel ch = new UcxTagChannel(e, helloTag, h.tag());
                             Handshake.Result r = Handshake.listener(
-                                    ch,
-                                    options,
-                                    helloTag,
-                                    peer.toString(),
-                                    hello,
-                                    new Handshake.Endpoint(myTag, new byte[0]),
-                                    client -> requireTag(client, "client"));
+                                    ch, options, helloTag, peer.toString(), hello, Handshake.Endpoint.NONE, client -> {
+                                        requireTag(client, "client");
+                                        return new Handshake.Endpoint(myTag, new byte[0]);
+                                    });
                             return accepted(e, myTag, r, workerUri, peer, null);
                         });
             } catch (RuntimeException e) {
@@ -628,6 +739,11 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         /** The bytes this listener's comms hold for messages received ahead of their readers. */
         InFlightBudget inFlight() {
             return inFlight;
+        }
+
+        /** What this listener offers socket clients (for tests). */
+        Handshake.Endpoint offerForTests() {
+            return offer;
         }
 
         /** The runtime whose worker this listener's comms use. */

@@ -18,14 +18,10 @@ import org.ucx4j.comm.CommOptions;
  */
 final class RawUcxClient implements AutoCloseable {
     /**
-     * The UCX settings of a ucx4j comm peer (same-host shared memory included): a UCX context whose
-     * shared memory transports disagree with the listener's about peer failure makes the two endpoints
-     * of a pair choose different lanes on one host, and UCX 1.13 aborts the process on that
-     * ("endpoint reconfiguration not supported yet"; docs/CONFIGURATION.md).
+     * The UCX settings of the listener's shared worker (UCX's defaults): this client declines the
+     * listener's offer of same-host workers, so its endpoint pairs with the shared one.
      */
-    final UcxContext context = UcxContext.builder()
-            .options(UcxRuntime.commOptions(org.ucx4j.UcxConfig.load()))
-            .build();
+    final UcxContext context = UcxContext.builder().build();
 
     final UcxWorker worker = context.newWorker();
     final SocketChannel socket;
@@ -58,7 +54,7 @@ final class RawUcxClient implements AutoCloseable {
                 0,
                 addressUsed,
                 null,
-                new Handshake.Endpoint(myTag, worker.address().bytes()));
+                offer -> new Handshake.Endpoint(myTag, worker.address().bytes()));
         endpoint = worker.connect(WorkerAddress.of(result.peerEndpoint().workerAddress()));
         return result;
     }

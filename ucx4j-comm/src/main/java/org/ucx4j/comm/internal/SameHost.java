@@ -1,0 +1,110 @@
+package org.ucx4j.comm.internal;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Optional;
+import java.util.Set;
+import org.ucx4j.UcxKeys;
+import org.ucx4j.comm.CommKeys;
+import org.ucx4j.comm.CommOptions;
+
+/**
+ * Same-host peers of {@code ucx://} comms: whether two processes can reach each other through UCX's
+ * shared memory transports, and the token each side shows the other in the handshake.
+ *
+ * <p>Why a worker per peer process. UCX's shared memory transport ({@code mm}: {@code posix},
+ * {@code sysv}) has every sender reserve a slot of the <em>receiver's</em> FIFO and publish it after the
+ * copy; a sender killed in between leaves a slot the receiver waits on for good, and every later shared
+ * memory message to that worker, from anyone, waits behind it (docs/CONFIGURATION.md). A worker that
+ * receives from one peer process only takes that risk for that peer alone: when it dies, its comms fail
+ * (the handshake socket ends) and the worker is closed with them. So two processes of one host that both
+ * want it each open a worker kept for the other ({@link UcxRuntimes#acquireSameHost}), and their comms
+ * run over shared memory with peer failure still detected.
+ *
+ * <p>The token: {@code <host>|<process>}. The host part says which processes can open each other's shared
+ * memory: the kernel's boot id, the IPC and PID namespaces (System V segments, and POSIX segments opened
+ * through {@code /proc/<pid>/fd}) and the user id (the segments' owner). The process part is a random id of
+ * the {@link UcxRuntimes} (one per comm context): it keys the peer's worker. Tokens are shown only to
+ * authenticated peers (inside the handshake's PROOF and VERDICT) and hold nothing secret.
+ *
+ * <p>Threading: immutable; the host part is read once.
+ */
+final class SameHost {
+    /** UCX's transports that a same-host worker keeps: shared memory, and the GPU's (same host only). */
+    static final Set<String> TRANSPORTS = Set.of(
+            "posix",
+            "sysv",
+            "xpmem",
+            "knem",
+            "cma",
+            "cuda_copy",
+            "cuda_ipc",
+            "gdr_copy",
+            "rocm_copy",
+            "rocm_ipc",
+            "rocm_gdr");
+
+    /** Of {@link #TRANSPORTS}, those that carry messages between two processes' host memory. */
+    static final Set<String> SHARED_MEMORY = Set.of("posix", "sysv", "xpmem", "knem");
+
+    private static final Optional<String> HOST = readHost();
+
+    private SameHost() {}
+
+    /** The host part of this process's token; empty where it cannot be told (not Linux, no /proc). */
+    static Optional<String> host() {
+        return HOST;
+    }
+
+    private static Optional<String> readHost() {
+        try {
+            String boot =
+                    Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).trim();
+            String ipc = Files.readSymbolicLink(Path.of("/proc/self/ns/ipc")).toString();
+            String pid = Files.readSymbolicLink(Path.of("/proc/self/ns/pid")).toString();
+            Object uid = Files.getAttribute(Path.of("/proc/self"), "unix:uid");
+            String host = boot + " " + ipc + " " + pid + " uid " + uid;
+            return host.indexOf('|') >= 0 || host.length() > 256 ? Optional.empty() : Optional.of(host);
+        } catch (IOException | RuntimeException e) {
+            return Optional.empty();
+        }
+    }
+
+    /**
+     * Whether a comm with these options may use same-host workers: {@code same-host-shared-memory} and
+     * {@code peer-error-handling} on (without peer error handling the shared worker already uses shared
+     * memory, and nothing detects a dead peer's FIFO either way).
+     */
+    static boolean wanted(CommOptions options) {
+        return options.config().get(CommKeys.SAME_HOST_SHARED_MEMORY)
+                && options.config().get(UcxKeys.PEER_ERROR_HANDLING)
+                && HOST.isPresent();
+    }
+
+    /** This process's token for a comm context's process id. */
+    static byte[] token(String process) {
+        return (HOST.orElseThrow() + "|" + process).getBytes(StandardCharsets.UTF_8);
+    }
+
+    /**
+     * The peer's process id when its token names this host (the same boot, namespaces and user) and a
+     * process other than {@code ownProcess}; empty otherwise.
+     */
+    static Optional<String> peerProcess(byte[] token, String ownProcess) {
+        if (token.length == 0 || HOST.isEmpty()) {
+            return Optional.empty();
+        }
+        String t = new String(token, StandardCharsets.UTF_8);
+        int bar = t.lastIndexOf('|');
+        if (bar < 0 || !t.substring(0, bar).equals(HOST.get())) {
+            return Optional.empty();
+        }
+        String process = t.substring(bar + 1);
+        if (process.isEmpty() || process.equals(ownProcess) || !process.matches("[0-9a-f]{1,64}")) {
+            return Optional.empty();
+        }
+        return Optional.of(process);
+    }
+}
