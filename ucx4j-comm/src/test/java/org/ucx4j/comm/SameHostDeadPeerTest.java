@@ -107,8 +107,7 @@ class SameHostDeadPeerTest {
             // while the survivor lives on, no same-host worker is left behind.
             org.awaitility.Awaitility.await("every same-host worker closed")
                     .atMost(Duration.ofSeconds(30))
-                    .until(() -> Thread.getAllStackTraces().keySet().stream()
-                            .noneMatch(t -> t.getName().startsWith("ucx4j-comm-same-host")));
+                    .until(() -> sameHostThreads() == 0);
         } finally {
             // Comms accepted after their client gave up would hold the context's runtime (and threads).
             for (Comm late; (late = accepted.poll()) != null; ) {
@@ -175,6 +174,9 @@ class SameHostDeadPeerTest {
             assertTrue(
                     onSharedMemory == (carriers.contains("posix") || carriers.contains("sysv")),
                     "the peer's " + size + " B messages are carried by " + carriers);
+            // What the end of the test waits to see gone is here now (its name is what it looks for).
+            assertTrue(
+                    !onSharedMemory || sameHostThreads() > 0, "a same-host worker's progress thread serves the peer");
             AtomicLong moved = new AtomicLong();
             CompletableFuture<Throwable> ended =
                     CompletableFuture.supplyAsync(() -> stream(comm, size, peerSends, moved), r -> Thread.ofPlatform()
@@ -220,6 +222,13 @@ class SameHostDeadPeerTest {
         } catch (Throwable e) {
             return e;
         }
+    }
+
+    /** Live threads of same-host workers (their progress threads carry the worker's name). */
+    private static long sameHostThreads() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().startsWith("ucx4j-comm-same-host"))
+                .count();
     }
 
     private static long median(List<Long> values) {

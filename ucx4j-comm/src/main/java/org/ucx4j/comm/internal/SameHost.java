@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import org.ucx4j.UcxKeys;
@@ -12,42 +13,43 @@ import org.ucx4j.comm.CommOptions;
 
 /**
  * Same-host peers of {@code ucx://} comms: whether two processes can reach each other through UCX's
- * shared memory transports, and the token each side shows the other in the handshake.
+ * shared memory transports, and the token each side shows the other in the handshake. Only a socket
+ * connection that never left the host ({@link #local}) takes part: a remote peer cannot claim to be one.
  *
  * <p>Why a worker per peer process. UCX's shared memory transport ({@code mm}: {@code posix},
  * {@code sysv}) has every sender reserve a slot of the <em>receiver's</em> FIFO and publish it after the
  * copy; a sender killed in between leaves a slot the receiver waits on for good, and every later shared
  * memory message to that worker, from anyone, waits behind it (docs/CONFIGURATION.md). A worker that
  * receives from one peer process only takes that risk for that peer alone: when it dies, its comms fail
- * (the handshake socket ends) and the worker is closed with them. So two processes of one host that both
+ * (the handshake socket ends), and the worker closes a short while after the last of them. So two processes of one host that both
  * want it each open a worker kept for the other ({@link UcxRuntimes#acquireSameHost}), and their comms
  * run over shared memory with peer failure still detected.
  *
  * <p>The token: {@code <host>|<process>}. The host part says which processes can open each other's shared
  * memory: the kernel's boot id, the IPC and PID namespaces (System V segments, and POSIX segments opened
  * through {@code /proc/<pid>/fd}) and the user id (the segments' owner). The process part is a random id of
- * the {@link UcxRuntimes} (one per comm context): it keys the peer's worker. Tokens are shown only to
- * authenticated peers (inside the handshake's PROOF and VERDICT) and hold nothing secret.
+ * the {@link UcxRuntimes} (one per comm context): it keys the peer's worker. Tokens hold nothing secret:
+ * a listener shows its token to any local client in its PROOF (under its MAC when there is a secret),
+ * a client shows its own only to a listener that proved the secret.
  *
  * <p>Threading: immutable; the host part is read once.
  */
 final class SameHost {
-    /** UCX's transports that a same-host worker keeps: shared memory, and the GPU's (same host only). */
-    static final Set<String> TRANSPORTS = Set.of(
-            "posix",
-            "sysv",
-            "xpmem",
-            "knem",
-            "cma",
-            "cuda_copy",
-            "cuda_ipc",
-            "gdr_copy",
-            "rocm_copy",
-            "rocm_ipc",
-            "rocm_gdr");
+    /**
+     * UCX's transports a same-host worker keeps besides its one shared memory transport: the GPU's (which
+     * reach the same host only) and {@code cma} (which UCX leaves unused while it cannot invalidate a dead
+     * peer's access: docs/CONFIGURATION.md).
+     */
+    static final Set<String> TRANSPORTS =
+            Set.of("cma", "cuda_copy", "cuda_ipc", "gdr_copy", "rocm_copy", "rocm_ipc", "rocm_gdr");
 
-    /** Of {@link #TRANSPORTS}, those that carry messages between two processes' host memory. */
-    static final Set<String> SHARED_MEMORY = Set.of("posix", "sysv", "xpmem", "knem");
+    /**
+     * The shared memory transports that carry messages between two processes' host memory and can report a
+     * dead peer, in the order a same-host worker picks one: {@code sysv} first, whose segments do not count
+     * against {@code /dev/shm} (a container's is often 64 MiB), then {@code posix}. One only: each costs a
+     * receive FIFO of about 4 MiB per worker.
+     */
+    static final List<String> SHARED_MEMORY = List.of("sysv", "posix");
 
     private static final Optional<String> HOST = readHost();
 
@@ -81,6 +83,17 @@ final class SameHost {
         return options.config().get(CommKeys.SAME_HOST_SHARED_MEMORY)
                 && options.config().get(UcxKeys.PEER_ERROR_HANDLING)
                 && HOST.isPresent();
+    }
+
+    /**
+     * Whether a socket connection stayed on this host: the peer's address is a loopback address or this
+     * side's own address of the connection (the kernel delivers it over the loopback interface).
+     */
+    static boolean local(java.net.SocketAddress remote, java.net.SocketAddress local) {
+        return remote instanceof java.net.InetSocketAddress r
+                && local instanceof java.net.InetSocketAddress l
+                && r.getAddress() != null
+                && (r.getAddress().isLoopbackAddress() || r.getAddress().equals(l.getAddress()));
     }
 
     /** This process's token for a comm context's process id. */

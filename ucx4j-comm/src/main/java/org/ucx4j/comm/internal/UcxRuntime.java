@@ -28,7 +28,9 @@ import org.ucx4j.WorkerOptions;
  * context names a socket that was closed and whose number another worker's async context has reused
  * (fixed in UCX 1.17, openucx/ucx#9942). Connection churn across two workers of one process hit it
  * in about one run in five of the leak test; with a single worker every handler has the same async
- * context. It also spends one progress thread per process instead of one per listener.
+ * context. It also spends one progress thread per process instead of one per listener. Same-host
+ * workers are the exception, and keep to transports without sockets of UCX's (shared memory, GPU),
+ * whose churn is what that abort needs; each has a progress thread of its own.
  *
  * <p>Tags (docs/WIRE.md, "Tags"): UCX matches tags per worker, not per endpoint, so a tag is all
  * that keeps a peer's messages out of another peer's comm. Each comm (and each IP-less handshake)
@@ -101,7 +103,7 @@ final class UcxRuntime {
             return new Key(
                     settings,
                     UcxRuntime.workerOptions(config, "ucx4j-comm-same-host"),
-                    sameHostOptions(config, transports),
+                    sameHostOptions(transports),
                     peerProcess);
         }
 
@@ -117,19 +119,20 @@ final class UcxRuntime {
 
     /**
      * The UCX options of a worker kept for one same-host peer process ({@link SameHost}), beyond the
-     * configuration's: {@code TLS} = {@code transports} (the shared runtime's shared memory and GPU
-     * transports: no network transport, so no socket of UCX's, and nothing a user's {@code tls} left
-     * out); and {@code MM_ERROR_HANDLING=y} unless one of {@link #SHARED_MEMORY_ERROR_HANDLING} is set
-     * elsewhere (an {@code environment} entry or the process environment), so that UCX keeps the traffic
-     * on shared memory (posix/sysv) although the endpoints detect peer failure. The comms over it learn
-     * of a dead peer from their handshake sockets at once (see {@link UcxComm}); UCX's own check runs at
-     * its usual interval.
+     * configuration's: {@code TLS} = {@code transports} (one shared memory transport and the shared
+     * runtime's GPU transports: no network transport, and nothing a user's {@code tls} left out); and
+     * each of {@link #SHARED_MEMORY_ERROR_HANDLING} {@code = y}, whatever the configuration or the process
+     * environment says (they are for the shared worker): without them, endpoints that detect peer failure
+     * would have no transport between the two same-host workers at all, and two processes that differ
+     * there would pick different lanes for one pair (UCX 1.13 aborts on that). The comms over it learn of
+     * a dead peer from their handshake sockets at once (see {@link UcxComm}); UCX's own check runs at its
+     * usual interval.
      */
-    static Map<String, String> sameHostOptions(UcxConfig config, String transports) {
+    static Map<String, String> sameHostOptions(String transports) {
         Map<String, String> options = new java.util.TreeMap<>();
         options.put("TLS", transports);
-        if (SHARED_MEMORY_ERROR_HANDLING.stream().noneMatch(name -> setElsewhere(config, name))) {
-            options.put("MM_ERROR_HANDLING", "y");
+        for (String name : SHARED_MEMORY_ERROR_HANDLING) {
+            options.put(name, "y");
         }
         return Map.copyOf(options);
     }
@@ -164,8 +167,8 @@ final class UcxRuntime {
     private final AtomicLong discarded = new AtomicLong();
 
     private final AtomicLong acceptors = new AtomicLong();
-    /** The arenas received messages of this runtime's comms live in. */
-    final MessageScopes scopes = new MessageScopes();
+    /** The arenas received messages of this runtime's comms live in: the comm context's, shared. */
+    final MessageScopes scopes;
     /** Closed comms whose endpoints wait for the peer to hang up (see {@link UcxComm#endLinger()}). */
     private final Set<UcxComm> lingering = ConcurrentHashMap.newKeySet();
     /** Guarded by the owner. */
@@ -175,6 +178,7 @@ final class UcxRuntime {
 
     UcxRuntime(UcxRuntimes owner, Key key, UcxConfig config) {
         this.owner = owner;
+        this.scopes = owner.scopes;
         this.key = key;
         this.config = config;
         Ucx.configure(config);
@@ -208,18 +212,22 @@ final class UcxRuntime {
     }
 
     /**
-     * This runtime's transports that a same-host worker keeps ({@link SameHost#TRANSPORTS}, in UCX's
-     * order, comma-separated), or {@code ""} when none of them carries host memory between processes
-     * (then same-host workers would gain nothing: the configuration left shared memory out).
+     * What a same-host worker of this (shared) runtime's configuration runs on, comma-separated: one
+     * shared memory transport of this runtime's ({@code sysv}, else {@code posix}: {@link SameHost#SHARED_MEMORY})
+     * and those of its other transports in {@link SameHost#TRANSPORTS}; or {@code ""} when it has no
+     * shared memory transport (the configuration left it out: same-host workers would gain nothing).
      */
     String sameHostTransports() {
         String t = sameHostTransports;
         if (t == null) {
             List<String> all = context.transports();
-            List<String> kept =
-                    all.stream().filter(SameHost.TRANSPORTS::contains).toList();
-            t = kept.stream().anyMatch(SameHost.SHARED_MEMORY::contains) ? String.join(",", kept) : "";
-            sameHostTransports = t;
+            java.util.Optional<String> memory =
+                    SameHost.SHARED_MEMORY.stream().filter(all::contains).findFirst();
+            List<String> kept = new java.util.ArrayList<>();
+            memory.ifPresent(kept::add);
+            all.stream().filter(SameHost.TRANSPORTS::contains).forEach(kept::add);
+            t = memory.isPresent() ? String.join(",", kept) : "";
+            sameHostTransports = t; // racing threads compute the same string
         }
         return t;
     }
@@ -277,7 +285,9 @@ final class UcxRuntime {
         if (t != null) {
             t.cancel(false);
         }
-        scopes.startAfresh();
+        if (!key.isSameHost()) {
+            scopes.startAfresh();
+        }
         try {
             worker.close();
         } catch (RuntimeException e) {

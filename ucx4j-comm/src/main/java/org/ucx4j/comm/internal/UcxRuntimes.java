@@ -41,6 +41,19 @@ final class UcxRuntimes {
     /** This comm context's process id in same-host tokens ({@link SameHost}): 128 random bits, in hex. */
     private final String process;
 
+    /**
+     * The arenas received messages of this context's {@code ucx://} comms live in, every runtime's
+     * together: {@code max-unclosed-bytes} bounds the context, however many same-host workers it keeps.
+     */
+    final MessageScopes scopes = new MessageScopes();
+
+    /**
+     * The most same-host workers one comm context keeps at once ({@link SameHost}): each holds a UCX
+     * context, a progress thread and about 4 MiB of shared memory segments; beyond it, new same-host
+     * peers stay on the shared worker.
+     */
+    static final int MAX_SAME_HOST_WORKERS = 32;
+
     UcxRuntimes() {
         byte[] id = new byte[16];
         new java.security.SecureRandom().nextBytes(id);
@@ -52,7 +65,8 @@ final class UcxRuntimes {
         return process;
     }
 
-    private boolean closed;
+    /** Written under this object's lock; read without it ({@link #isClosed()}). */
+    private volatile boolean closed;
     /** The JVM is exiting (the shutdown hook started): closed comms no longer wait for their peers. */
     private volatile boolean exiting;
     /** The shutdown hook running {@link #atExit()}, registered with the first runtime; null before and after. */
@@ -81,12 +95,54 @@ final class UcxRuntimes {
         return acquire(shared.key.sameHost(shared.config, transports, peerProcess), shared.config);
     }
 
+    /**
+     * Whether a worker for one more same-host peer process could be made now: fewer than
+     * {@link #MAX_SAME_HOST_WORKERS} in use (lingering ones, which no comm uses, make room when needed).
+     */
+    synchronized boolean roomForSameHost() {
+        return sameHostInUse() < MAX_SAME_HOST_WORKERS;
+    }
+
+    private int sameHostInUse() {
+        return (int) runtimes.values().stream()
+                .filter(r -> r.key.isSameHost() && r.users > 0)
+                .count();
+    }
+
+    /** With this object's lock, at the cap: closes the same-host workers no comm uses (lingering ones). */
+    private void evictIdleSameHost() {
+        List<UcxRuntime> idle = runtimes.values().stream()
+                .filter(r -> r.key.isSameHost() && r.users == 0)
+                .toList();
+        for (UcxRuntime r : idle) {
+            runtimes.remove(r.key);
+            if (r.closing != null) {
+                r.closing.cancel(false);
+                r.closing = null;
+            }
+            CommTimers.elsewhere(r::close);
+        }
+    }
+
+    /** How many same-host workers are open now. */
+    synchronized int sameHostCount() {
+        return (int)
+                runtimes.keySet().stream().filter(UcxRuntime.Key::isSameHost).count();
+    }
+
     private UcxRuntime acquire(UcxRuntime.Key key, UcxConfig config) {
         synchronized (this) {
             if (closed) {
                 throw new IllegalStateException("the comm context is closed");
             }
             UcxRuntime r = runtimes.get(key);
+            if (r == null && key.isSameHost() && sameHostCount() >= MAX_SAME_HOST_WORKERS) {
+                if (sameHostInUse() >= MAX_SAME_HOST_WORKERS) {
+                    throw new IllegalStateException(
+                            "this comm context keeps " + MAX_SAME_HOST_WORKERS + " same-host workers in use already");
+                }
+                evictIdleSameHost();
+            }
             if (r == null) {
                 r = new UcxRuntime(this, key, config);
                 runtimes.put(key, r);
@@ -236,8 +292,8 @@ final class UcxRuntimes {
         return exiting || isClosed();
     }
 
-    /** Whether {@link #close()} was called. */
-    synchronized boolean isClosed() {
+    /** Whether {@link #close()} was called (no lock: progress threads ask while a runtime is being made). */
+    boolean isClosed() {
         return closed;
     }
 

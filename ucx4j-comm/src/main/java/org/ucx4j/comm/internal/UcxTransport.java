@@ -128,6 +128,9 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             AtomicReference<UcxEndpoint> ep = new AtomicReference<>();
             AtomicReference<SocketChannel> socket = new AtomicReference<>();
             AtomicReference<UcxComm> comm = new AtomicReference<>();
+            // Set once a comm exists: it holds (or has let go of) rt and myTag from then on, also when the
+            // Watchdog's deadline wins and closes it.
+            AtomicBoolean handedOver = new AtomicBoolean();
             long myTag = rt.nextTag();
             try {
                 UcxComm c = Watchdog.within(
@@ -140,8 +143,9 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                         () -> {
                             EndpointErrorHandler onError = (e, err) -> onError(comm, err);
                             return t != null
-                                    ? connectThroughSocket(rt, address, t, options, myTag, onError, socket, ep)
-                                    : connectIpless(rt, address, wa, options, myTag, onError, ep);
+                                    ? connectThroughSocket(
+                                            rt, address, t, options, myTag, onError, socket, ep, handedOver)
+                                    : connectIpless(rt, address, wa, options, myTag, onError, ep, handedOver);
                         });
                 comm.set(c);
                 if (!f.complete(c)) {
@@ -150,8 +154,10 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             } catch (Throwable e) {
                 forceClose(ep.get());
                 TcpTransport.closeQuietly(socket.get());
-                rt.releaseTag(myTag);
-                rt.release();
+                if (!handedOver.get()) {
+                    rt.releaseTag(myTag);
+                    rt.release();
+                }
                 f.completeExceptionally(mapConnectError(e, address));
             }
         });
@@ -175,7 +181,8 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             long myTag,
             EndpointErrorHandler onError,
             AtomicReference<SocketChannel> socket,
-            AtomicReference<UcxEndpoint> ep)
+            AtomicReference<UcxEndpoint> ep,
+            AtomicBoolean handedOver)
             throws Exception {
         SocketChannel ch = SocketChannel.open();
         socket.set(ch);
@@ -189,13 +196,20 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         try {
             Handshake.Result r =
                     Handshake.client(new StreamHandshakeChannel(ch), options, 0, peer.toString(), null, offer -> {
-                        java.util.Optional<String> process = sameHostPeer(rt, options, offer);
-                        if (process.isEmpty()) {
-                            return new Handshake.Endpoint(
-                                    myTag, rt.worker.address().bytes());
+                        java.util.Optional<String> process = SameHost.local(ch.getRemoteAddress(), ch.getLocalAddress())
+                                ? sameHostPeer(rt, options, offer)
+                                : java.util.Optional.empty();
+                        if (process.isPresent()) {
+                            try {
+                                side.take(runtimes.acquireSameHost(rt, process.get()));
+                                return side.endpoint(SameHost.token(runtimes.process()));
+                            } catch (RuntimeException e) {
+                                // At the cap, or no worker to be had (descriptors, shared memory): decline.
+                                LOG.debug(
+                                        "{}: no same-host worker ({}); the shared worker then", address, e.toString());
+                            }
                         }
-                        side.take(runtimes.acquireSameHost(rt, process.get()));
-                        return side.endpoint(SameHost.token(runtimes.process()));
+                        return new Handshake.Endpoint(myTag, rt.worker.address().bytes());
                     });
             UcxRuntime use = side.rt != null ? side.rt : rt;
             long tag = side.rt != null ? side.tag : myTag;
@@ -209,6 +223,8 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             ep.set(e);
             URI local = parseOr(r.addressSeenByPeer(), peer);
             UcxComm c = new UcxComm(e, tag, r.peerTag(), options, local, peer, r.peerIdentity(), use, null, ch);
+            handedOver.set(true);
+            side.rt = null; // the comm holds it now
             if (use != rt) {
                 rt.releaseTag(myTag);
                 rt.release();
@@ -275,7 +291,8 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             CommOptions options,
             long myTag,
             EndpointErrorHandler onError,
-            AtomicReference<UcxEndpoint> ep)
+            AtomicReference<UcxEndpoint> ep,
+            AtomicBoolean handedOver)
             throws Exception {
         UcxEndpoint e = rt.worker.await(rt.worker.connectAsync(wa.worker(), onError));
         ep.set(e);
@@ -291,7 +308,9 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                     offer -> new Handshake.Endpoint(myTag, new byte[0]));
             requireTag(r.peerEndpoint(), "listener");
             URI local = workerUri(rt.worker.address(), 0);
-            return new UcxComm(e, myTag, r.peerTag(), options, local, address, r.peerIdentity(), rt, null, null);
+            UcxComm c = new UcxComm(e, myTag, r.peerTag(), options, local, address, r.peerIdentity(), rt, null, null);
+            handedOver.set(true);
+            return c;
         } finally {
             rt.releaseTag(helloTag);
         }
@@ -444,13 +463,13 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
      * own listener (its socket connection manager) is not used: it was not written for strangers
      * (docs/WIRE.md, threat model). It also accepts IP-less clients on an accept tag of its own.
      * It holds the runtime until it is closed and its accept receive is gone; each accepted comm holds
-     * it too.
+     * it too, or, when the comm runs on a same-host worker ({@link SameHost}), that worker's runtime.
      */
     static final class Listener implements CommListener {
         private final UcxRuntimes runtimes;
         private final UcxRuntime rt;
-        /** What this listener's PROOF offers socket clients: its same-host token, or nothing. */
-        private final Handshake.Endpoint offer;
+        /** Whether this listener offers same-host workers to local socket clients ({@link SameHost}). */
+        private final boolean offersSameHost;
 
         private final String scheme;
         private final CommHandler handler;
@@ -479,9 +498,8 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                 CommOptions options) {
             this.runtimes = runtimes;
             this.rt = rt;
-            this.offer = SameHost.wanted(options) && !rt.sameHostTransports().isEmpty()
-                    ? Handshake.Endpoint.offer(SameHost.token(runtimes.process()))
-                    : Handshake.Endpoint.NONE;
+            this.offersSameHost =
+                    SameHost.wanted(options) && !rt.sameHostTransports().isEmpty();
             this.acceptTag = rt.nextAcceptTag();
             this.scheme = scheme;
             this.handler = handler;
@@ -535,6 +553,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             SameHostSide side = new SameHostSide();
             UcxComm made;
             try {
+                Handshake.Endpoint offer = offerFor(c);
                 peer = Addresses.uri(scheme, (InetSocketAddress) c.getRemoteAddress());
                 URI p = peer;
                 made = Watchdog.within(
@@ -741,9 +760,27 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             return inFlight;
         }
 
-        /** What this listener offers socket clients (for tests). */
-        Handshake.Endpoint offerForTests() {
-            return offer;
+        /**
+         * What this listener's PROOF offers a socket client: its same-host token when it offers same-host
+         * workers, the connection stayed on this host, and this comm context has room for one more (else
+         * nothing: the client then stays on the shared worker).
+         */
+        Handshake.Endpoint offerFor(SocketChannel c) throws IOException {
+            return offersSameHost
+                            && SameHost.local(c.getRemoteAddress(), c.getLocalAddress())
+                            && runtimes.roomForSameHost()
+                    ? Handshake.Endpoint.offer(SameHost.token(runtimes.process()))
+                    : Handshake.Endpoint.NONE;
+        }
+
+        /** Whether this listener offers same-host workers at all (for tests). */
+        boolean offersSameHost() {
+            return offersSameHost;
+        }
+
+        /** This listener's comm context's runtimes (for tests). */
+        UcxRuntimes runtimes() {
+            return runtimes;
         }
 
         /** The runtime whose worker this listener's comms use. */

@@ -116,6 +116,48 @@ class SameHostWorkersTest {
     }
 
     @Test
+    void aContextKeepsAtMostItsCapOfSameHostWorkersAndThenStaysOnTheSharedOne() throws Exception {
+        // Raw clients that each claim another process of this host: the listener makes a worker for each
+        // until its cap, then offers nothing more (and the next local peer pairs on the shared worker).
+        BlockingQueue<Comm> accepted = new LinkedBlockingQueue<>();
+        List<RawUcxClient> raws = new java.util.ArrayList<>();
+        List<Comm> held = new java.util.ArrayList<>();
+        try (CommContext a = CommContext.create();
+                CommListener l = a.listen(URI.create("ucx://127.0.0.1:0"), accepted::add, CommOptions.defaults())) {
+            UcxTransport.Listener listener = (UcxTransport.Listener) l;
+            assumeTrue(listener.offersSameHost(), "no shared memory transport here");
+            int offered = 0;
+            for (int i = 0; i <= UcxRuntimes.MAX_SAME_HOST_WORKERS; i++) {
+                RawUcxClient raw = new RawUcxClient(l.address());
+                raws.add(raw);
+                String process = String.format("%08x", 0xc0ffee00 + i);
+                Handshake.Result r = Handshake.client(
+                        new StreamHandshakeChannel(raw.socket),
+                        CommOptions.defaults(),
+                        0,
+                        l.address().toString(),
+                        null,
+                        offer -> offer.isSameHost()
+                                ? new Handshake.Endpoint(
+                                        raw.myTag, raw.worker.address().bytes(), SameHost.token(process))
+                                : new Handshake.Endpoint(
+                                        raw.myTag, raw.worker.address().bytes()));
+                offered += r.peerEndpoint().isSameHost() ? 1 : 0;
+                Comm s = accepted.poll(WAIT.toSeconds(), TimeUnit.SECONDS);
+                assertTrue(s != null, "accepted " + i);
+                held.add(s); // in use: a worker no comm uses makes room for a new one
+            }
+            assertEquals(UcxRuntimes.MAX_SAME_HOST_WORKERS, offered, "offers up to the cap, then none");
+            assertTrue(listener.runtimes().sameHostCount() <= UcxRuntimes.MAX_SAME_HOST_WORKERS);
+        } finally {
+            held.forEach(Comm::abort);
+            for (RawUcxClient raw : raws) {
+                raw.close();
+            }
+        }
+    }
+
+    @Test
     void eitherSidesNoKeepsThePairOnTheSharedWorkers() throws Exception {
         BlockingQueue<Comm> accepted = new LinkedBlockingQueue<>();
         try (CommContext a = CommContext.create();
@@ -151,8 +193,14 @@ class SameHostWorkersTest {
         }
     }
 
-    /** A raw client's handshake whose endpoint carries {@code token} (and a worker address of its own). */
+    /**
+     * A raw client's handshake whose endpoint carries {@code token} and garbage for a worker address: UCX
+     * aborts the process on a malformed address, so a refusal that came after it reached UCX would end
+     * this JVM.
+     */
     private static Throwable refusedToken(URI listener, byte[] token) throws Exception {
+        byte[] garbage = new byte[64];
+        java.util.Arrays.fill(garbage, (byte) 0x5A);
         try (RawUcxClient raw = new RawUcxClient(listener)) {
             return assertThrows(
                     CommException.class,
@@ -162,8 +210,7 @@ class SameHostWorkersTest {
                             0,
                             listener.toString(),
                             null,
-                            offer -> new Handshake.Endpoint(
-                                    raw.myTag, raw.worker.address().bytes(), token)));
+                            offer -> new Handshake.Endpoint(raw.myTag, garbage, token)));
         }
     }
 
@@ -173,7 +220,7 @@ class SameHostWorkersTest {
         try (CommContext a = CommContext.create();
                 CommListener l = a.listen(URI.create("ucx://127.0.0.1:0"), accepted::add, CommOptions.defaults())) {
             UcxTransport.Listener listener = (UcxTransport.Listener) l;
-            String own = new String(listener.offerForTests().sameHost(), StandardCharsets.UTF_8);
+            String own = new String(SameHost.token(listener.runtimes().process()), StandardCharsets.UTF_8);
             for (String token : List.of(
                     own, // the listener's own process
                     "another boot 0 0 uid 0|0123abcd", // another host
@@ -183,8 +230,10 @@ class SameHostWorkersTest {
                         t.getMessage().contains("does not name another process of this host"),
                         token + ": " + t.getMessage());
             }
+            // The listener counts a refusal after the client read it: wait for the count.
+            org.awaitility.Awaitility.await().atMost(WAIT).until(() -> listener.refusals() == 3);
             assertNull(accepted.poll(), "no comm was accepted");
-            assertEquals(3, listener.refusals());
+            assertEquals(0, listener.runtimes().sameHostCount(), "no same-host worker was made");
         }
     }
 
@@ -193,7 +242,7 @@ class SameHostWorkersTest {
         BlockingQueue<Comm> accepted = new LinkedBlockingQueue<>();
         try (CommContext a = CommContext.create();
                 CommListener l = a.listen(URI.create("ucx://127.0.0.1:0"), accepted::add, OFF)) {
-            assertFalse(((UcxTransport.Listener) l).offerForTests().isSameHost(), "no offer with the key off");
+            assertFalse(((UcxTransport.Listener) l).offersSameHost(), "no offer with the key off");
             // By hand: our own client never sends a token without an offer.
             try (RawUcxClient raw = new RawUcxClient(l.address())) {
                 StreamHandshakeChannel ch = new StreamHandshakeChannel(raw.socket);
@@ -213,7 +262,10 @@ class SameHostWorkersTest {
                 String why = new String(reason, StandardCharsets.UTF_8);
                 assertTrue(why.contains("did not offer"), why);
             }
+            UcxTransport.Listener listener = (UcxTransport.Listener) l;
+            org.awaitility.Awaitility.await().atMost(WAIT).until(() -> listener.refusals() == 1);
             assertNull(accepted.poll());
+            assertEquals(0, listener.runtimes().sameHostCount());
         }
     }
 }
