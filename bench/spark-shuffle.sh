@@ -17,7 +17,7 @@
 #   ROUNDS=5 BEFORE_PLUGIN=/tmp/old-all.jar bench/spark-shuffle.sh --quick   # A/B: an older plug-in jar
 #                                  # runs too in each round (label "before"); a second table compares them
 #   bench/spark-shuffle.sh --executors 4 --executor-cores 4 --executor-memory 8g --size-mb 9000   # a larger machine
-#   bench/spark-shuffle.sh --ucx4j-conf same-host-shared-memory=true   # spark.ucx4j.KEY=VALUE for ucx4j's runs
+#   bench/spark-shuffle.sh --ucx4j-conf same-host-shared-memory=false   # spark.ucx4j.KEY=VALUE for ucx4j's runs
 #   bench/spark-shuffle.sh --pack DIR      # build, then write what a run needs into DIR and stop (no run)
 #   bench/spark-shuffle.sh --prebuilt DIR  # run from such a DIR: no Maven, no build (bench/spark-device.sh)
 set -euo pipefail
