@@ -137,11 +137,6 @@ final class UcxRuntime {
         return Map.copyOf(options);
     }
 
-    /** Whether the configuration ({@code environment}) or the process environment sets a UCX option. */
-    private static boolean setElsewhere(UcxConfig config, String name) {
-        return config.ucxSettings().contextOptions().containsKey(name) || System.getenv("UCX_" + name) != null;
-    }
-
     private final UcxRuntimes owner;
     final Key key;
     final UcxConfig config;
@@ -234,6 +229,11 @@ final class UcxRuntime {
 
     private volatile String sameHostTransports;
 
+    /** The comm context's runtimes this one belongs to. */
+    UcxRuntimes owner() {
+        return owner;
+    }
+
     /** One more user of a runtime already held (a listener's accepted comm); pair with {@link #release()}. */
     void retain() {
         synchronized (owner) {
@@ -285,9 +285,9 @@ final class UcxRuntime {
         if (t != null) {
             t.cancel(false);
         }
-        if (!key.isSameHost()) {
-            scopes.startAfresh();
-        }
+        // The scopes are the comm context's: retiring their current slab is harmless to other runtimes'
+        // comms (open messages keep it), and keeps a slab from staying after the last runtime went.
+        scopes.startAfresh();
         try {
             worker.close();
         } catch (RuntimeException e) {

@@ -205,6 +205,7 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                                 return side.endpoint(SameHost.token(runtimes.process()));
                             } catch (RuntimeException e) {
                                 // At the cap, or no worker to be had (descriptors, shared memory): decline.
+                                side.letGo();
                                 LOG.debug(
                                         "{}: no same-host worker ({}); the shared worker then", address, e.toString());
                             }

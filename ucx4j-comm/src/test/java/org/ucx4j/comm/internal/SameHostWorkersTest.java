@@ -158,6 +158,39 @@ class SameHostWorkersTest {
     }
 
     @Test
+    void aContextThatOnlyConnectsKeepsNoMessageMemoryOnceItsWorkersAreGone() throws Exception {
+        // The client lets go of its shared runtime once the comm holds its same-host worker; messages that
+        // come after the shared runtime closed live in the context's scopes, which the same-host worker's
+        // close must retire, or a slab stays for good.
+        BlockingQueue<Comm> accepted = new LinkedBlockingQueue<>();
+        try (CommContext a = CommContext.create();
+                CommListener l = a.listen(URI.create("ucx://127.0.0.1:0"), accepted::add, CommOptions.defaults())) {
+            assumeTrue(((UcxTransport.Listener) l).offersSameHost(), "no shared memory transport here");
+            CommContext b = CommContext.create();
+            UcxRuntimes runtimes;
+            try {
+                Pair p = connect(b, l, accepted, CommOptions.defaults());
+                UcxRuntime sameHost = ((UcxComm) p.client()).runtime();
+                assertTrue(sameHost.key.isSameHost());
+                runtimes = sameHost.owner();
+                org.awaitility.Awaitility.await("the client's shared runtime closed")
+                        .atMost(WAIT)
+                        .until(() -> runtimes.open() == 1);
+                try (Comm c = p.client();
+                        Comm s = p.server()) {
+                    roundTrip(p, 8);
+                    roundTrip(p, 1024);
+                }
+            } finally {
+                b.close();
+            }
+            org.awaitility.Awaitility.await("no message memory held")
+                    .atMost(WAIT)
+                    .until(() -> runtimes.scopes.held() == 0);
+        }
+    }
+
+    @Test
     void eitherSidesNoKeepsThePairOnTheSharedWorkers() throws Exception {
         BlockingQueue<Comm> accepted = new LinkedBlockingQueue<>();
         try (CommContext a = CommContext.create();
