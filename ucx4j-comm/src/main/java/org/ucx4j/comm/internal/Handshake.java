@@ -16,7 +16,7 @@ import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.CommProtocolException;
 
 /**
- * The connection handshake of docs/WIRE.md (version 2): protocol version check, identities, the
+ * The connection handshake of docs/WIRE.md (protocol version {@value #VERSION}): version check, identities, the
  * addresses each side sees, and, when a shared secret is configured, an HMAC-SHA256 challenge and
  * response in both directions. The listener proves first; the client answers only a listener that
  * proved the same secret, and the listener refuses a wrong or missing proof before any message is
