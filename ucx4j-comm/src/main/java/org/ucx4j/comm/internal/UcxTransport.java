@@ -554,7 +554,6 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
             SameHostSide side = new SameHostSide();
             UcxComm made;
             try {
-                Handshake.Endpoint offer = offerFor(c);
                 peer = Addresses.uri(scheme, (InetSocketAddress) c.getRemoteAddress());
                 URI p = peer;
                 made = Watchdog.within(
@@ -566,6 +565,9 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                         },
                         slot,
                         () -> {
+                            // Within the deadline: the room check may wait while another handshake makes a
+                            // same-host worker (under the runtimes' lock).
+                            Handshake.Endpoint offer = offerFor(c);
                             Handshake.Result r = Handshake.listener(
                                     new StreamHandshakeChannel(c), options, 0, p.toString(), null, offer, client -> {
                                         if (client.isSameHost()) {
