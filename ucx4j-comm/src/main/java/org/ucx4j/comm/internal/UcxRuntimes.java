@@ -11,9 +11,11 @@ import org.ucx4j.UcxConfig;
 
 /**
  * The {@link UcxRuntime}s of one {@link UcxTransport} instance, and so of one
- * {@link org.ucx4j.comm.CommContext}: one per UCX configuration, created on first use, closed
- * {@link #LINGER} after their last user leaves while the context is open, and at once (or when their
- * last user leaves) once it is closed.
+ * {@link org.ucx4j.comm.CommContext}: one per UCX configuration, and one per same-host peer process of a
+ * configuration ({@link SameHost}, at most {@link #MAX_SAME_HOST_WORKERS} in use), created on first use,
+ * closed {@link #LINGER} after their last user leaves while the context is open (an idle same-host one
+ * sooner when another needs its room), and at once (or when their last user leaves) once it is closed.
+ * They share one {@link MessageScopes}, so {@code max-unclosed-bytes} bounds the context.
  *
  * <p>At JVM exit a shutdown hook ({@link #atExit()}) ends closed comms' lingers and closes the runtimes that
  * nobody uses then, rather than leaving their UCX contexts to the process's native teardown: with CUDA loaded,
