@@ -583,17 +583,8 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                                     });
                             URI local = parseOr(r.addressSeenByPeer(), uri);
                             if (side.rt != null) {
-                                UcxComm sameHost = new UcxComm(
-                                        ep.get(),
-                                        side.tag,
-                                        r.peerTag(),
-                                        options,
-                                        local,
-                                        p,
-                                        r.peerIdentity(),
-                                        side.rt,
-                                        inFlight,
-                                        c);
+                                // The same-host runtime is held for this comm already (acquireSameHost).
+                                UcxComm sameHost = comm(side.rt, ep.get(), side.tag, r, local, p, c);
                                 side.rt = null; // the comm holds it now
                                 rt.releaseTag(myTag);
                                 return sameHost;
@@ -624,17 +615,29 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
                             "the client's same-host token does not name another process of this host"));
         }
 
-        /** The comm of an accepted connection; it holds the runtime until it is released. */
+        /** The comm of an accepted connection on the shared worker; it holds the runtime until it is released. */
         private UcxComm accepted(
                 UcxEndpoint ep, long myTag, Handshake.Result r, URI local, URI peer, SocketChannel control) {
             rt.retain();
             try {
-                return new UcxComm(
-                        ep, myTag, r.peerTag(), options, local, peer, r.peerIdentity(), rt, inFlight, control);
+                return comm(rt, ep, myTag, r, local, peer, control);
             } catch (RuntimeException e) {
                 rt.release();
                 throw e;
             }
+        }
+
+        /** An accepted comm on {@code runtime}'s worker, which the caller holds for it. */
+        private UcxComm comm(
+                UcxRuntime runtime,
+                UcxEndpoint ep,
+                long myTag,
+                Handshake.Result r,
+                URI local,
+                URI peer,
+                SocketChannel control) {
+            return new UcxComm(
+                    ep, myTag, r.peerTag(), options, local, peer, r.peerIdentity(), runtime, inFlight, control);
         }
 
         /** Waits for the next IP-less client's HELLO on the accept tag. */
