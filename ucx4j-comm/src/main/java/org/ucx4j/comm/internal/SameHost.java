@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import org.ucx4j.Ucx;
 import org.ucx4j.UcxKeys;
 import org.ucx4j.comm.CommKeys;
 import org.ucx4j.comm.CommOptions;
@@ -27,7 +28,8 @@ import org.ucx4j.comm.CommOptions;
  *
  * <p>The token: {@code <host>|<process>}. The host part says which processes can open each other's shared
  * memory: the kernel's boot id, the IPC and PID namespaces (System V segments, and POSIX segments opened
- * through {@code /proc/<pid>/fd}) and the user id (the segments' owner). The process part is a random id of
+ * through {@code /proc/<pid>/fd}) and the user id (the segments' owner); and that they agree on how to use
+ * it: the UCX version and the shared memory transport's segment size and FIFO length ({@link #hostPart}). The process part is a random id of
  * the {@link UcxRuntimes} (one per comm context): it keys the peer's worker. Tokens hold nothing secret:
  * a listener shows its token to any local client in its PROOF (under its MAC when there is a secret),
  * a client shows its own only to a listener that proved the secret.
@@ -46,10 +48,34 @@ final class SameHost {
     /**
      * The shared memory transports that carry messages between two processes' host memory and can report a
      * dead peer, in the order a same-host worker picks one: {@code sysv} first, whose segments do not count
-     * against {@code /dev/shm} (a container's is often 64 MiB), then {@code posix}. One only: each costs a
-     * receive FIFO of about 4 MiB per worker.
+     * against {@code /dev/shm} (a container's is often 64 MiB), then {@code posix}. One only: each costs
+     * its FIFO and receive segments (measured with {@link #SEGMENT_SIZE}: a JVM of a same-host pair maps
+     * up to 20.8 MiB of System V memory on UCX 1.22, 12.3 MiB on 1.13).
      */
     static final List<String> SHARED_MEMORY = List.of("sysv", "posix");
+
+    /**
+     * The size of a receive segment of a same-host worker's shared memory transport: 32 KiB of payload
+     * and the 64 bytes UCX's default (8,256) also adds. Measured on H200 machines' idle cores
+     * (docs/BENCHMARKS.md "Same-host segments"): {@code ucx://} 1 MiB messages 1.09x and 64 MiB 1.05x the
+     * default's (three rounds alternating, one call), 1.2-1.8x at 1 MiB in a two-round sweep on another
+     * machine. Not 64 KiB or more: UCX's FIFO element keeps a segment's length in 16 bits
+     * ({@code uct_mm_fifo_element_t.length}), and larger segments corrupt messages without an error.
+     */
+    static final int SEGMENT_SIZE = 32 * 1024 + 64;
+
+    /**
+     * The receive FIFO's length of a same-host worker (UCX 1.22's default; 1.13's is 64). Set, not left to
+     * UCX: a sender writes into the receiver's FIFO by its own idea of the FIFO's length and of the
+     * segment size, so both sides must agree ({@link #hostPart}).
+     */
+    static final int FIFO_SIZE = 256;
+
+    /**
+     * Receive segments allocated at a time: one chunk holds the FIFO's own ({@link #FIFO_SIZE} + 1) and a
+     * few for UCX to keep (264 x 32,832 bytes, where UCX's default chunk of 512 would take twice that).
+     */
+    static final int RX_BUFS_GROW = FIFO_SIZE + 8;
 
     private static final Optional<String> HOST = readHost();
 
@@ -96,9 +122,33 @@ final class SameHost {
                 && (r.getAddress().isLoopbackAddress() || r.getAddress().equals(l.getAddress()));
     }
 
+    /**
+     * The host part of this process's token as shown in handshakes: {@link #host()}, then the UCX version
+     * (major.minor) and the shared memory transport's segment size and FIFO length. Two processes pair on
+     * same-host workers only when all of it is equal: UCX's {@code mm} transport writes into the peer's
+     * FIFO by its own configuration, so a peer with another FIFO length or segment size (another ucx4j
+     * version, another UCX) would corrupt messages. Read on first use, from handshakes of {@code ucx://}
+     * comms, whose runtime has loaded UCX already.
+     *
+     * @return the host part; empty where {@link #host()} is, or UCX is not loaded
+     */
+    static Optional<String> hostPart() {
+        String part = hostPart;
+        if (part == null && HOST.isPresent() && Ucx.isAvailable()) {
+            String[] version = Ucx.version().split("\\.");
+            part = HOST.get() + " ucx " + version[0] + "." + (version.length > 1 ? version[1] : "0") + " mm "
+                    + SEGMENT_SIZE + "/" + FIFO_SIZE;
+            hostPart = part;
+        }
+        return Optional.ofNullable(part);
+    }
+
+    /** {@link #hostPart()} once read; null before. */
+    private static volatile String hostPart;
+
     /** This process's token for a comm context's process id. */
     static byte[] token(String process) {
-        return (HOST.orElseThrow() + "|" + process).getBytes(StandardCharsets.UTF_8);
+        return (hostPart().orElseThrow() + "|" + process).getBytes(StandardCharsets.UTF_8);
     }
 
     /**
@@ -106,12 +156,13 @@ final class SameHost {
      * process other than {@code ownProcess}; empty otherwise.
      */
     static Optional<String> peerProcess(byte[] token, String ownProcess) {
-        if (token.length == 0 || HOST.isEmpty()) {
+        Optional<String> own = hostPart();
+        if (token.length == 0 || own.isEmpty()) {
             return Optional.empty();
         }
         String t = new String(token, StandardCharsets.UTF_8);
         int bar = t.lastIndexOf('|');
-        if (bar < 0 || !t.substring(0, bar).equals(HOST.get())) {
+        if (bar < 0 || !t.substring(0, bar).equals(own.get())) {
             return Optional.empty();
         }
         String process = t.substring(bar + 1);

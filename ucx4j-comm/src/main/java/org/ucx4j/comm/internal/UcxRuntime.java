@@ -124,7 +124,9 @@ final class UcxRuntime {
      * each of {@link #SHARED_MEMORY_ERROR_HANDLING} {@code = y}, whatever the configuration or the process
      * environment says (they are for the shared worker): without them, endpoints that detect peer failure
      * would have no transport between the two same-host workers at all, and two processes that differ
-     * there would pick different lanes for one pair (UCX 1.13 aborts on that). The comms over it learn of
+     * there would pick different lanes for one pair (UCX 1.13 aborts on that). And the {@code sysv} and
+     * {@code posix} segment size, FIFO length and allocation chunk of {@link SameHost}, also whatever the
+     * environment says: the two sides of a pair must agree on them ({@link SameHost#hostPart}). The comms over it learn of
      * a dead peer from their handshake sockets at once (see {@link UcxComm}); UCX's own check runs at its
      * usual interval.
      */
@@ -133,6 +135,11 @@ final class UcxRuntime {
         options.put("TLS", transports);
         for (String name : SHARED_MEMORY_ERROR_HANDLING) {
             options.put(name, "y");
+        }
+        for (String transport : List.of("SYSV", "POSIX")) {
+            options.put(transport + "_SEG_SIZE", Integer.toString(SameHost.SEGMENT_SIZE));
+            options.put(transport + "_FIFO_SIZE", Integer.toString(SameHost.FIFO_SIZE));
+            options.put(transport + "_RX_BUFS_GROW", Integer.toString(SameHost.RX_BUFS_GROW));
         }
         return Map.copyOf(options);
     }

@@ -612,7 +612,8 @@ public final class UcxTransport implements org.ucx4j.comm.spi.Transport {
         private String sameHostClient(Handshake.Endpoint client) {
             return SameHost.peerProcess(client.sameHost(), runtimes.process())
                     .orElseThrow(() -> new CommProtocolException(
-                            "the client's same-host token does not name another process of this host"));
+                            "the client's same-host token does not name another process of this host"
+                                    + " (with this UCX version and shared memory settings)"));
         }
 
         /** The comm of an accepted connection on the shared worker; it holds the runtime until it is released. */

@@ -9,7 +9,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.Optional;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.ucx4j.Ucx;
 import org.ucx4j.UcxConfig;
 import org.ucx4j.UcxKeys;
 import org.ucx4j.comm.CommKeys;
@@ -24,11 +26,19 @@ class SameHostOptionsTest {
     void aSameHostWorkerKeepsToItsTransportsAndReportsPeerFailureWhateverTheConfigurationSays() {
         // The error handling options are for the shared worker: a same-host worker without them would have
         // no lane at all under peer error handling, and two processes that differ would pick different ones.
-        Map<String, String> expected = Map.of(
-                "TLS", "sysv,cma",
-                "MM_ERROR_HANDLING", "y",
-                "POSIX_ERROR_HANDLING", "y",
-                "SYSV_ERROR_HANDLING", "y");
+        Map<String, String> expected = Map.ofEntries(
+                Map.entry("TLS", "sysv,cma"),
+                Map.entry("MM_ERROR_HANDLING", "y"),
+                Map.entry("POSIX_ERROR_HANDLING", "y"),
+                Map.entry("SYSV_ERROR_HANDLING", "y"),
+                // Both sides of a pair must agree on these: a sender writes into the receiver's FIFO by
+                // its own idea of the FIFO's length and the segments' size.
+                Map.entry("SYSV_SEG_SIZE", "32832"),
+                Map.entry("POSIX_SEG_SIZE", "32832"),
+                Map.entry("SYSV_FIFO_SIZE", "256"),
+                Map.entry("POSIX_FIFO_SIZE", "256"),
+                Map.entry("SYSV_RX_BUFS_GROW", "264"),
+                Map.entry("POSIX_RX_BUFS_GROW", "264"));
         assertEquals(expected, UcxRuntime.sameHostOptions("sysv,cma"));
         UcxConfig userSaysNo =
                 UcxConfig.builder().environment("mm-error-handling", "n").build();
@@ -72,9 +82,13 @@ class SameHostOptionsTest {
     }
 
     @Test
+    @Tag("native")
     void aTokenNamesAnotherProcessOfThisHostOrNothing() {
         assumeTrue(SameHost.host().isPresent(), "no /proc here");
-        String host = SameHost.host().get();
+        String[] version = Ucx.version().split("\\.");
+        String ucx = " ucx " + version[0] + "." + version[1];
+        String host = SameHost.hostPart().orElseThrow();
+        assertEquals(SameHost.host().get() + ucx + " mm 32832/256", host);
         assertEquals(Optional.of("0123abcd"), SameHost.peerProcess(SameHost.token("0123abcd"), "ffff"));
         assertEquals(Optional.empty(), SameHost.peerProcess(SameHost.token("ffff"), "ffff"), "this very process");
         assertEquals(Optional.empty(), SameHost.peerProcess(bytes("another boot|0123abcd"), "ffff"));
@@ -83,6 +97,19 @@ class SameHostOptionsTest {
         assertEquals(Optional.empty(), SameHost.peerProcess(bytes(host), "ffff"));
         assertEquals(Optional.empty(), SameHost.peerProcess(new byte[0], "ffff"));
         assertEquals(Optional.empty(), SameHost.peerProcess(bytes(host + "|" + "a".repeat(65)), "ffff"));
+        // A process that would use the shared memory otherwise (another UCX, another segment size or FIFO
+        // length) does not pair: its sends would overrun this side's segments or FIFO.
+        assertEquals(Optional.of("0123abcd"), SameHost.peerProcess(bytes(host + "|0123abcd"), "ffff"));
+        assertEquals(
+                Optional.empty(), SameHost.peerProcess(bytes(SameHost.host().get() + "|0123abcd"), "ffff"));
+        assertEquals(
+                Optional.empty(),
+                SameHost.peerProcess(bytes(host.replace(" mm 32832/256", " mm 8256/256") + "|0123abcd"), "ffff"));
+        assertEquals(
+                Optional.empty(),
+                SameHost.peerProcess(bytes(host.replace(" mm 32832/256", " mm 32832/64") + "|0123abcd"), "ffff"));
+        assertEquals(
+                Optional.empty(), SameHost.peerProcess(bytes(host.replace(ucx, " ucx 1.99") + "|0123abcd"), "ffff"));
     }
 
     private static byte[] bytes(String s) {
