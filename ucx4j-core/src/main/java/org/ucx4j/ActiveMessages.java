@@ -106,7 +106,7 @@ final class ActiveMessages {
                     Structs.offset(Structs.UCP_AM_HANDLER_PARAM, "cb"),
                     handler == null && id != SIMPLE_ID ? MemorySegment.NULL : Upcalls.AM_RECV);
             p.set(ADDRESS, Structs.offset(Structs.UCP_AM_HANDLER_PARAM, "arg"), Upcalls.userData(rt.id, id));
-            int status = NativeCalls.callInt(() -> (byte) Ucp.worker_set_am_recv_handler.invokeExact(rt.handle, p));
+            int status = NativeCalls.callInt(() -> Ucp.workerSetAmRecvHandler(rt.handle, p));
             if (status != UcxStatus.OK.code()) {
                 throw UcxException.of("ucp_worker_set_am_recv_handler", status, "active message id " + id);
             }
@@ -148,7 +148,7 @@ final class ActiveMessages {
             LOG.error("active message allocator failed for {} bytes (id {})", length, id, t);
             if (rendezvous) {
                 NativeCalls.invoke(() -> {
-                    Ucp.am_data_release.invokeExact(rt.handle, data);
+                    Ucp.amDataRelease(rt.handle, data);
                 });
             }
             body.fail(new IllegalStateException(
@@ -230,7 +230,7 @@ final class ActiveMessages {
         MemorySegment target = MemorySegment.ofAddress(dst.address());
         MemorySegment r;
         try {
-            r = (MemorySegment) Ucp.am_recv_data_nbx.invokeExact(rt.handle, desc, target, length, p);
+            r = Ucp.amRecvDataNbx(rt.handle, desc, target, length, p);
         } catch (Throwable t) {
             rt.operations.failUnsubmitted(op, t);
             body.fail(t);

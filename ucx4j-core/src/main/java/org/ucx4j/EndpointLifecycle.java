@@ -285,7 +285,7 @@ final class EndpointLifecycle implements OperationOwner {
                 op, Upcalls.SEND, OperationTable.OP_ATTR_FIELD_FLAGS, mode == CloseMode.FORCE ? CLOSE_FLAG_FORCE : 0);
         MemorySegment r;
         try {
-            r = (MemorySegment) Ucp.ep_close_nbx.invokeExact(endpoint.handle, p);
+            r = Ucp.epCloseNbx(endpoint.handle, p);
         } catch (Throwable t) {
             table.failUnsubmitted(op, t);
             r = null;

@@ -54,7 +54,7 @@ final class EndpointRma {
             MemorySegment.copy(packed, 0, buffer, ValueLayout.JAVA_BYTE, 0, packed.length);
             MemorySegment out = a.allocate(ValueLayout.ADDRESS);
             MemorySegment handle = endpoint.handle;
-            int status = NativeCalls.callInt(() -> (byte) Ucp.ep_rkey_unpack.invokeExact(handle, buffer, out));
+            int status = NativeCalls.callInt(() -> Ucp.epRkeyUnpack(handle, buffer, out));
             if (status != UcxStatus.OK.code()) {
                 throw UcxException.of(
                         "ucp_ep_rkey_unpack",
@@ -116,8 +116,8 @@ final class EndpointRma {
             MemorySegment r;
             try {
                 r = put
-                        ? (MemorySegment) Ucp.put_nbx.invokeExact(handle, buffer, len, remote, key.handle(), p)
-                        : (MemorySegment) Ucp.get_nbx.invokeExact(handle, buffer, len, remote, key.handle(), p);
+                        ? Ucp.putNbx(handle, buffer, len, remote, key.handle(), p)
+                        : Ucp.getNbx(handle, buffer, len, remote, key.handle(), p);
             } catch (Throwable t) {
                 rt.operations.failUnsubmitted(op, t);
                 return;

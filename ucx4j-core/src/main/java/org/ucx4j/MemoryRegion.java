@@ -80,7 +80,7 @@ public final class MemoryRegion implements AutoCloseable {
             params.set(ADDRESS, Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "address"), address);
             params.set(JAVA_LONG, Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "length"), segment.byteSize());
             MemorySegment out = a.allocate(ADDRESS);
-            int status = NativeCalls.callInt(() -> (byte) Ucp.mem_map.invokeExact(contextHandle, params, out));
+            int status = NativeCalls.callInt(() -> Ucp.memMap(contextHandle, params, out));
             UcxContext.check(status, "ucp_mem_map", "mapping " + segment.byteSize() + " bytes");
             return new MemoryRegion(context, out.get(ADDRESS, 0), segment, null);
         }
@@ -101,7 +101,7 @@ public final class MemoryRegion implements AutoCloseable {
             params.set(JAVA_LONG, Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "length"), size);
             params.set(JAVA_INT, Structs.offset(Structs.UCP_MEM_MAP_PARAMS, "flags"), MEM_MAP_ALLOCATE);
             MemorySegment out = a.allocate(ADDRESS);
-            int status = NativeCalls.callInt(() -> (byte) Ucp.mem_map.invokeExact(contextHandle, params, out));
+            int status = NativeCalls.callInt(() -> Ucp.memMap(contextHandle, params, out));
             UcxContext.check(status, "ucp_mem_map", "allocating " + size + " bytes");
             memh = out.get(ADDRESS, 0);
             MemorySegment attr = a.allocate(Structs.UCP_MEM_ATTR);
@@ -109,7 +109,7 @@ public final class MemoryRegion implements AutoCloseable {
                     JAVA_LONG,
                     Structs.offset(Structs.UCP_MEM_ATTR, "field_mask"),
                     MEM_ATTR_FIELD_ADDRESS | MEM_ATTR_FIELD_LENGTH);
-            status = NativeCalls.callInt(() -> (byte) Ucp.mem_query.invokeExact(memh, attr));
+            status = NativeCalls.callInt(() -> Ucp.memQuery(memh, attr));
             if (status != UcxStatus.OK.code()) {
                 unmap(contextHandle, memh);
                 throw UcxException.of("ucp_mem_query", status, "after allocating " + size + " bytes");
@@ -130,7 +130,7 @@ public final class MemoryRegion implements AutoCloseable {
     }
 
     private static void unmap(MemorySegment contextHandle, MemorySegment memh) {
-        NativeCalls.callInt(() -> (byte) Ucp.mem_unmap.invokeExact(contextHandle, memh));
+        NativeCalls.callInt(() -> Ucp.memUnmap(contextHandle, memh));
     }
 
     /**
@@ -186,8 +186,7 @@ public final class MemoryRegion implements AutoCloseable {
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment bufferOut = a.allocate(ADDRESS);
                 MemorySegment sizeOut = a.allocate(JAVA_LONG);
-                int status = NativeCalls.callInt(
-                        () -> (byte) Ucp.rkey_pack.invokeExact(contextHandle, memh, bufferOut, sizeOut));
+                int status = NativeCalls.callInt(() -> Ucp.rkeyPack(contextHandle, memh, bufferOut, sizeOut));
                 UcxContext.check(status, "ucp_rkey_pack", "region of " + size() + " bytes");
                 MemorySegment buffer = bufferOut.get(ADDRESS, 0);
                 byte[] packed;
@@ -196,7 +195,7 @@ public final class MemoryRegion implements AutoCloseable {
                     packed = NativeLinker.view(buffer, n).toArray(JAVA_BYTE);
                 } finally {
                     NativeCalls.invoke(() -> {
-                        Ucp.rkey_buffer_release.invokeExact(buffer);
+                        Ucp.rkeyBufferRelease(buffer);
                     });
                 }
                 return RemoteKeyFormat.encode(segment.address(), segment.byteSize(), packed);
@@ -226,7 +225,7 @@ public final class MemoryRegion implements AutoCloseable {
             if (allocation != null) {
                 allocation.close();
             }
-            int status = NativeCalls.callInt(() -> (byte) Ucp.mem_unmap.invokeExact(contextHandle, memh));
+            int status = NativeCalls.callInt(() -> Ucp.memUnmap(contextHandle, memh));
             context.regionClosed(this);
             UcxContext.check(status, "ucp_mem_unmap", "region of " + segment.byteSize() + " bytes");
             return null;

@@ -144,7 +144,7 @@ public final class RemoteKey implements AutoCloseable {
             return;
         }
         NativeCalls.invoke(() -> {
-            Ucp.rkey_destroy.invokeExact(handle);
+            Ucp.rkeyDestroy(handle);
         });
     }
 

@@ -170,7 +170,7 @@ public final class UcxContext implements AutoCloseable {
     public String describe() {
         MemorySegment h = handle();
         return Libc.capture(file -> NativeCalls.invoke(() -> {
-            Ucp.context_print_info.invokeExact(h, file);
+            Ucp.contextPrintInfo(h, file);
         }));
     }
 
@@ -183,7 +183,7 @@ public final class UcxContext implements AutoCloseable {
     public String describeConfig() {
         ensureOpen();
         return Libc.capture(file -> NativeCalls.invoke(() -> {
-            Ucp.config_print.invokeExact(ucpConfig, file, MemorySegment.NULL, CONFIG_PRINT_CONFIG);
+            Ucp.configPrint(ucpConfig, file, MemorySegment.NULL, CONFIG_PRINT_CONFIG);
         }));
     }
 
@@ -258,10 +258,10 @@ public final class UcxContext implements AutoCloseable {
         }
         failure = closeRegions(failure);
         NativeCalls.invoke(() -> {
-            Ucp.cleanup.invokeExact(handle);
+            Ucp.cleanup(handle);
         });
         NativeCalls.invoke(() -> {
-            Ucp.config_release.invokeExact(ucpConfig);
+            Ucp.configRelease(ucpConfig);
         });
         if (failure != null) {
             throw failure;
@@ -474,22 +474,20 @@ public final class UcxContext implements AutoCloseable {
             options.putAll(effective);
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment out = arena.allocate(ADDRESS);
-                int status = NativeCalls.callInt(
-                        () -> (byte) Ucp.config_read.invokeExact(MemorySegment.NULL, MemorySegment.NULL, out));
+                int status = NativeCalls.callInt(() -> Ucp.configRead(MemorySegment.NULL, MemorySegment.NULL, out));
                 check(status, "ucp_config_read", null);
                 MemorySegment config = out.get(ADDRESS, 0);
                 try {
                     for (Map.Entry<String, String> e : options.entrySet()) {
                         MemorySegment k = arena.allocateFrom(e.getKey());
                         MemorySegment v = arena.allocateFrom(e.getValue());
-                        int s = NativeCalls.callInt(() -> (byte) Ucp.config_modify.invokeExact(config, k, v));
+                        int s = NativeCalls.callInt(() -> Ucp.configModify(config, k, v));
                         check(s, "ucp_config_modify", "UCX option UCX_" + e.getKey() + "='" + e.getValue() + "'");
                     }
                     for (Map.Entry<String, String> e : defaults.entrySet()) {
                         MemorySegment k = arena.allocateFrom(e.getKey());
                         MemorySegment v = arena.allocateFrom(e.getValue());
-                        if (NativeCalls.callInt(() -> (byte) Ucp.config_modify.invokeExact(config, k, v))
-                                == UcxStatus.OK.code()) {
+                        if (NativeCalls.callInt(() -> Ucp.configModify(config, k, v)) == UcxStatus.OK.code()) {
                             options.put(e.getKey(), e.getValue()); // an option older UCX lacks is skipped
                         }
                     }
@@ -504,13 +502,12 @@ public final class UcxContext implements AutoCloseable {
                             PARAM_FIELD_FEATURES | PARAM_FIELD_NAME);
                     params.set(JAVA_LONG, Structs.offset(Structs.UCP_PARAMS, "features"), features);
                     params.set(ADDRESS, Structs.offset(Structs.UCP_PARAMS, "name"), arena.allocateFrom(name));
-                    int s = NativeCalls.callInt(
-                            () -> (byte) Ucp.init_version.invokeExact(API_MAJOR, API_MINOR, params, config, out));
+                    int s = NativeCalls.callInt(() -> Ucp.initVersion(API_MAJOR, API_MINOR, params, config, out));
                     check(s, "ucp_init", "features " + this.features + ", options " + options);
                     return new UcxContext(out.get(ADDRESS, 0), config, this);
                 } catch (RuntimeException | Error e) {
                     NativeCalls.invoke(() -> {
-                        Ucp.config_release.invokeExact(config);
+                        Ucp.configRelease(config);
                     });
                     throw e;
                 }

@@ -91,7 +91,7 @@ public final class UcxEndpoint implements AutoCloseable {
         lifecycle.ensureOpen();
         long src = Buffers.sendAddress(op, buffer);
         long len = buffer.byteSize();
-        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (long) Ucp.tag_send_nbx.invokeExact(handle, src, len, tag, p));
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> Ucp.tagSendNbx(handle, src, len, tag, p));
         return f;
     }
 
@@ -134,8 +134,7 @@ public final class UcxEndpoint implements AutoCloseable {
         Operation op = f.track(rt, OperationKind.TAG_SEND_IOV, lifecycle, Iov.total(segments));
         MemorySegment list = Iov.forSend(op, segments);
         long count = segments.size();
-        rt.startOp(op, true, Upcalls.SEND, 0, 0, p ->
-                (long) Ucp.tag_send_nbx.invokeExact(handle, list.address(), count, tag, p));
+        rt.startOp(op, true, Upcalls.SEND, 0, 0, p -> Ucp.tagSendNbx(handle, list.address(), count, tag, p));
         return f;
     }
 
@@ -166,7 +165,7 @@ public final class UcxEndpoint implements AutoCloseable {
         lifecycle.ensureOpen();
         long src = Buffers.sendAddress(op, buffer);
         long len = buffer.byteSize();
-        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (long) Ucp.stream_send_nbx.invokeExact(handle, src, len, p));
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> Ucp.streamSendNbx(handle, src, len, p));
         return f;
     }
 
@@ -202,8 +201,13 @@ public final class UcxEndpoint implements AutoCloseable {
         lifecycle.ensureOpen();
         long dst = Buffers.receiveAddress(op, buffer);
         long len = buffer.byteSize();
-        rt.startOp(op, false, Upcalls.STREAM_RECV, OperationTable.OP_ATTR_FIELD_FLAGS, STREAM_RECV_FLAG_WAITALL, p ->
-                (long) Ucp.stream_recv_nbx.invokeExact(handle, dst, len, rt.lengthOut, p));
+        rt.startOp(
+                op,
+                false,
+                Upcalls.STREAM_RECV,
+                OperationTable.OP_ATTR_FIELD_FLAGS,
+                STREAM_RECV_FLAG_WAITALL,
+                p -> Ucp.streamRecvNbx(handle, dst, len, rt.lengthOut, p));
         return f;
     }
 
@@ -345,8 +349,13 @@ public final class UcxEndpoint implements AutoCloseable {
         MemorySegment hdrPtr = hdr;
         int flags = ActiveMessages.SEND_FLAG_REPLY | mode.flag();
         boolean iov = parts != null;
-        rt.startOp(op, iov, Upcalls.SEND, OperationTable.OP_ATTR_FIELD_FLAGS, flags, p ->
-                (long) Ucp.am_send_nbx.invokeExact(handle, id, hdrPtr, hlen, src, count, p));
+        rt.startOp(
+                op,
+                iov,
+                Upcalls.SEND,
+                OperationTable.OP_ATTR_FIELD_FLAGS,
+                flags,
+                p -> Ucp.amSendNbx(handle, id, hdrPtr, hlen, src, count, p));
         return f;
     }
 
@@ -378,7 +387,7 @@ public final class UcxEndpoint implements AutoCloseable {
         MemorySegment p = rt.operations.param(op, Upcalls.SEND, 0, 0);
         MemorySegment r;
         try {
-            r = (MemorySegment) Ucp.ep_flush_nbx.invokeExact(handle, p);
+            r = Ucp.epFlushNbx(handle, p);
         } catch (Throwable t) {
             rt.operations.failUnsubmitted(op, t);
             return;
@@ -475,7 +484,7 @@ public final class UcxEndpoint implements AutoCloseable {
         return worker.call(
                 "describe",
                 () -> Libc.capture(file -> NativeCalls.invoke(() -> {
-                    Ucp.ep_print_info.invokeExact(handle, file);
+                    Ucp.epPrintInfo(handle, file);
                 })));
     }
 

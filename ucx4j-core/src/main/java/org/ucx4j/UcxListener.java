@@ -87,7 +87,7 @@ public final class UcxListener implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment attr = arena.allocate(Structs.UCP_CONN_REQUEST_ATTR);
             attr.set(JAVA_LONG, 0, CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR);
-            int status = NativeCalls.callInt(() -> (byte) Ucp.conn_request_query.invokeExact(connRequest, attr));
+            int status = NativeCalls.callInt(() -> Ucp.connRequestQuery(connRequest, attr));
             if (status == UcxStatus.OK.code()) {
                 client = Sockaddrs.read(attr.asSlice(Structs.offset(Structs.UCP_CONN_REQUEST_ATTR, "client_address")));
             }
@@ -124,7 +124,7 @@ public final class UcxListener implements AutoCloseable {
     }
 
     void reject(MemorySegment connRequest) {
-        int status = NativeCalls.callInt(() -> (byte) Ucp.listener_reject.invokeExact(handle, connRequest));
+        int status = NativeCalls.callInt(() -> Ucp.listenerReject(handle, connRequest));
         if (status != UcxStatus.OK.code()) {
             LOG.warn("ucp_listener_reject failed with status {}", status);
         }
@@ -143,7 +143,7 @@ public final class UcxListener implements AutoCloseable {
     void destroy() {
         closed.set(true);
         NativeCalls.invoke(() -> {
-            Ucp.listener_destroy.invokeExact(handle);
+            Ucp.listenerDestroy(handle);
         });
     }
 

@@ -93,7 +93,7 @@ public final class UcxWorker implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment attr = arena.allocate(Structs.UCP_WORKER_ATTR);
             attr.set(JAVA_LONG, 0, WORKER_ATTR_FIELD_MAX_AM_HEADER);
-            int status = NativeCalls.callInt(() -> (byte) Ucp.worker_query.invokeExact(rt.handle, attr));
+            int status = NativeCalls.callInt(() -> Ucp.workerQuery(rt.handle, attr));
             return status == UcxStatus.OK.code()
                     ? attr.get(JAVA_LONG, Structs.offset(Structs.UCP_WORKER_ATTR, "max_am_header"))
                     : 0;
@@ -329,7 +329,7 @@ public final class UcxWorker implements AutoCloseable {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment attr = arena.allocate(Structs.UCP_WORKER_ATTR);
                 attr.set(JAVA_LONG, 0, WORKER_ATTR_FIELD_ADDRESS);
-                int status = NativeCalls.callInt(() -> (byte) Ucp.worker_query.invokeExact(rt.handle, attr));
+                int status = NativeCalls.callInt(() -> Ucp.workerQuery(rt.handle, attr));
                 if (status != UcxStatus.OK.code()) {
                     throw UcxException.of("ucp_worker_query", status, "worker address of " + name);
                 }
@@ -340,7 +340,7 @@ public final class UcxWorker implements AutoCloseable {
                             .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
                 } finally {
                     NativeCalls.invoke(() -> {
-                        Ucp.worker_release_address.invokeExact(rt.handle, addr);
+                        Ucp.workerReleaseAddress(rt.handle, addr);
                     });
                 }
             }
@@ -492,8 +492,13 @@ public final class UcxWorker implements AutoCloseable {
         Operation op = f.track(rt, OperationKind.TAG_RECV, UcxEndpoint.ownerOf(ep), buffer.byteSize());
         long dst = Buffers.receiveAddress(op, buffer);
         long len = buffer.byteSize();
-        rt.startOp(op, false, Upcalls.TAG_RECV, TagReceives.ATTRS, 0, p ->
-                (long) Ucp.tag_recv_nbx.invokeExact(rt.handle, dst, len, tag, mask, p));
+        rt.startOp(
+                op,
+                false,
+                Upcalls.TAG_RECV,
+                TagReceives.ATTRS,
+                0,
+                p -> Ucp.tagRecvNbx(rt.handle, dst, len, tag, mask, p));
         return f;
     }
 
@@ -545,8 +550,13 @@ public final class UcxWorker implements AutoCloseable {
         Operation op = f.track(rt, OperationKind.TAG_RECV_IOV, UcxEndpoint.ownerOf(ep), Iov.total(segments));
         MemorySegment list = Iov.forReceive(op, segments);
         long count = segments.size();
-        rt.startOp(op, true, Upcalls.TAG_RECV, TagReceives.ATTRS, 0, p ->
-                (long) Ucp.tag_recv_nbx.invokeExact(rt.handle, list.address(), count, tag, mask, p));
+        rt.startOp(
+                op,
+                true,
+                Upcalls.TAG_RECV,
+                TagReceives.ATTRS,
+                0,
+                p -> Ucp.tagRecvNbx(rt.handle, list.address(), count, tag, mask, p));
         return f;
     }
 
@@ -561,7 +571,7 @@ public final class UcxWorker implements AutoCloseable {
             MemorySegment info = rt.tagInfo;
             MemorySegment msg;
             try {
-                msg = (MemorySegment) Ucp.tag_probe_nb.invokeExact(rt.handle, tag, mask, 0, info);
+                msg = Ucp.tagProbeNb(rt.handle, tag, mask, 0, info);
             } catch (Throwable t) {
                 throw NativeCalls.unchecked(t);
             }
@@ -607,16 +617,16 @@ public final class UcxWorker implements AutoCloseable {
         MemorySegment msg;
         MemorySegment request;
         try {
-            msg = (MemorySegment) Ucp.tag_probe_nb.invokeExact(rt.handle, tag, mask, 1, rt.tagInfo);
+            msg = Ucp.tagProbeNb(rt.handle, tag, mask, 1, rt.tagInfo);
             if (msg.address() == 0) {
                 return false;
             }
-            request = (MemorySegment) Ucp.tag_msg_recv_nbx.invokeExact(
+            request = Ucp.tagMsgRecvNbx(
                     rt.handle, rt.discardBuffer, NativeWorker.DISCARD_BUFFER_BYTES, msg, rt.noCallbackParam);
             // NULL: done at once; -1..-100: a status (truncation is the point); else our request, released
             // now so that UCX frees it when the data is in.
             if (request.address() != 0 && Long.compareUnsigned(request.address(), -100L) < 0) {
-                Ucp.request_free.invokeExact(request.address());
+                Ucp.requestFree(request.address());
             }
         } catch (Throwable t) {
             throw NativeCalls.unchecked(t);
@@ -687,7 +697,7 @@ public final class UcxWorker implements AutoCloseable {
         });
         // A refusal (the worker is closing) fails the flush, not this call: the continuation above
         // fails these waiters and starts the next group, which fails the same way.
-        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> (long) Ucp.worker_flush_nbx.invokeExact(rt.handle, p));
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> Ucp.workerFlushNbx(rt.handle, p));
     }
 
     /** Blocking twin of {@link #flushAsync()}. */
@@ -709,7 +719,7 @@ public final class UcxWorker implements AutoCloseable {
      */
     public void fence() {
         ensureOpen();
-        int status = call("fence", () -> NativeCalls.callInt(() -> (byte) Ucp.worker_fence.invokeExact(rt.handle)));
+        int status = call("fence", () -> NativeCalls.callInt(() -> Ucp.workerFence(rt.handle)));
         UcxContext.check(status, "ucp_worker_fence", "worker " + name);
     }
 
@@ -725,7 +735,7 @@ public final class UcxWorker implements AutoCloseable {
         return call(
                 "describe",
                 () -> Libc.capture(file -> NativeCalls.invoke(() -> {
-                    Ucp.worker_print_info.invokeExact(rt.handle, file);
+                    Ucp.workerPrintInfo(rt.handle, file);
                 })));
     }
 

@@ -175,7 +175,7 @@ final class WorkerConnections {
                     Structs.offset(Structs.UCP_LISTENER_PARAMS, "conn_handler.arg"),
                     Upcalls.userData(rt.id, slot));
             MemorySegment out = arena.allocate(ADDRESS);
-            int status = NativeCalls.callInt(() -> (byte) Ucp.listener_create.invokeExact(rt.handle, params, out));
+            int status = NativeCalls.callInt(() -> Ucp.listenerCreate(rt.handle, params, out));
             String where = bind.getAddress().getHostAddress() + ":" + bind.getPort();
             if (status != UcxStatus.OK.code()) {
                 String detail = status == UcxStatus.BUSY.code()
@@ -187,7 +187,7 @@ final class WorkerConnections {
             MemorySegment attr = arena.allocate(Structs.UCP_LISTENER_ATTR);
             attr.set(JAVA_LONG, 0, LISTENER_ATTR_FIELD_SOCKADDR);
             InetSocketAddress bound = bind;
-            status = NativeCalls.callInt(() -> (byte) Ucp.listener_query.invokeExact(handle, attr));
+            status = NativeCalls.callInt(() -> Ucp.listenerQuery(handle, attr));
             if (status == UcxStatus.OK.code()) {
                 bound = Sockaddrs.read(attr.asSlice(Structs.offset(Structs.UCP_LISTENER_ATTR, "sockaddr")));
             }
@@ -228,7 +228,7 @@ final class WorkerConnections {
             params.set(
                     ADDRESS, Structs.offset(Structs.UCP_EP_PARAMS, "err_handler.arg"), Upcalls.userData(rt.id, slot));
             MemorySegment out = arena.allocate(ADDRESS);
-            int status = NativeCalls.callInt(() -> (byte) Ucp.ep_create.invokeExact(rt.handle, params, out));
+            int status = NativeCalls.callInt(() -> Ucp.epCreate(rt.handle, params, out));
             if (status != UcxStatus.OK.code()) {
                 throw UcxException.of(call, status, peer == null ? null : "peer " + peer);
             }

@@ -6,7 +6,6 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
@@ -36,19 +35,18 @@ public final class Libc {
     private static final short POLLIN = 0x1;
 
     static {
+        // One descriptor per arity, shared with Ucp: see NativeLinker.words.
         SymbolLookup libc = NativeLinker.libc();
-        SETENV = NativeLinker.downcall(libc, "setenv", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
-        GETENV = NativeLinker.downcall(libc, "getenv", FunctionDescriptor.of(ADDRESS, ADDRESS));
+        SETENV = NativeLinker.downcallWords(libc, "setenv", 3);
+        GETENV = NativeLinker.downcallWords(libc, "getenv", 1);
         // poll blocks: it must not be critical. errno is not captured: a poll interrupted by a signal
         // (EINTR) returns -1, which reads as "not readable", and every caller polls again in a loop.
-        POLL = NativeLinker.downcall(libc, "poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
-        MALLOC = NativeLinker.downcall(
-                libc, "malloc", FunctionDescriptor.of(ADDRESS, JAVA_LONG), Linker.Option.critical(false));
-        FREE = NativeLinker.downcall(libc, "free", FunctionDescriptor.ofVoid(ADDRESS), Linker.Option.critical(false));
-        OPEN_MEMSTREAM =
-                NativeLinker.downcall(libc, "open_memstream", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
-        FCLOSE = NativeLinker.downcall(libc, "fclose", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        FFLUSH = NativeLinker.downcall(libc, "fflush", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        POLL = NativeLinker.downcallWords(libc, "poll", 3);
+        MALLOC = NativeLinker.downcallWords(libc, "malloc", 1, Linker.Option.critical(false));
+        FREE = NativeLinker.downcallWords(libc, "free", 1, Linker.Option.critical(false));
+        OPEN_MEMSTREAM = NativeLinker.downcallWords(libc, "open_memstream", 2);
+        FCLOSE = NativeLinker.downcallWords(libc, "fclose", 1);
+        FFLUSH = NativeLinker.downcallWords(libc, "fflush", 1);
     }
 
     private Libc() {}
@@ -56,7 +54,10 @@ public final class Libc {
     /** Sets a variable in the real process environment (what native code sees). */
     public static void setenv(String name, String value, boolean overwrite) {
         try (Arena arena = Arena.ofConfined()) {
-            int rc = (int) SETENV.invokeExact(arena.allocateFrom(name), arena.allocateFrom(value), overwrite ? 1 : 0);
+            int rc = (int) (long) SETENV.invokeExact(
+                    arena.allocateFrom(name).address(),
+                    arena.allocateFrom(value).address(),
+                    overwrite ? 1L : 0L);
             if (rc != 0) {
                 throw new IllegalStateException("setenv(" + name + ") failed");
             }
@@ -68,7 +69,8 @@ public final class Libc {
     /** Reads a variable from the real process environment (including what {@link #setenv} set). */
     public static String getenv(String name) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment value = (MemorySegment) GETENV.invokeExact(arena.allocateFrom(name));
+            MemorySegment value = MemorySegment.ofAddress(
+                    (long) GETENV.invokeExact(arena.allocateFrom(name).address()));
             return NativeLinker.cString(value);
         } catch (Throwable t) {
             throw NativeCalls.unchecked(t);
@@ -87,7 +89,7 @@ public final class Libc {
         pollfd.set(JAVA_SHORT, 4, POLLIN);
         pollfd.set(JAVA_SHORT, 6, (short) 0);
         try {
-            int rc = (int) POLL.invokeExact(pollfd, 1L, timeoutMillis);
+            int rc = (int) (long) POLL.invokeExact(pollfd.address(), 1L, (long) timeoutMillis);
             return rc > 0;
         } catch (Throwable t) {
             throw NativeCalls.unchecked(t);
@@ -97,7 +99,7 @@ public final class Libc {
     /** {@code malloc}; the result must go back through {@link #free}. */
     public static MemorySegment malloc(long size) {
         try {
-            MemorySegment p = (MemorySegment) MALLOC.invokeExact(Math.max(1L, size));
+            MemorySegment p = MemorySegment.ofAddress((long) MALLOC.invokeExact(Math.max(1L, size)));
             if (p.equals(MemorySegment.NULL)) {
                 throw new OutOfMemoryError("malloc(" + size + ") failed");
             }
@@ -110,7 +112,7 @@ public final class Libc {
     /** {@code free}. */
     public static void free(MemorySegment p) {
         try {
-            FREE.invokeExact(p);
+            long unused = (long) FREE.invokeExact(p.address());
         } catch (Throwable t) {
             throw NativeCalls.unchecked(t);
         }
@@ -125,15 +127,16 @@ public final class Libc {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment bufPtr = arena.allocate(ADDRESS);
             MemorySegment sizePtr = arena.allocate(JAVA_LONG);
-            MemorySegment file = (MemorySegment) OPEN_MEMSTREAM.invokeExact(bufPtr, sizePtr);
+            MemorySegment file =
+                    MemorySegment.ofAddress((long) OPEN_MEMSTREAM.invokeExact(bufPtr.address(), sizePtr.address()));
             if (file.equals(MemorySegment.NULL)) {
                 throw new IllegalStateException("open_memstream failed");
             }
             try {
                 printer.accept(file);
-                int ignored = (int) FFLUSH.invokeExact(file);
+                long ignored = (long) FFLUSH.invokeExact(file.address());
             } finally {
-                int ignored = (int) FCLOSE.invokeExact(file);
+                long ignored = (long) FCLOSE.invokeExact(file.address());
             }
             MemorySegment buf = bufPtr.get(ADDRESS, 0);
             long size = sizePtr.get(JAVA_LONG, 0);

@@ -60,6 +60,39 @@ public final class NativeLinker {
         return LINKER.downcallHandle(symbol, fd, options);
     }
 
+    /**
+     * The one descriptor ucx4j links C functions of {@code arity} arguments with: every argument and the
+     * result a 64-bit word ({@code long}). A distinct descriptor costs a fresh JVM 5-12 ms of spun classes
+     * the first time it is linked; sharing one per arity across libc and UCX keeps that to a few. Why a
+     * word carries a pointer, a {@code size_t}, an {@code int} or a one-byte enum alike on the supported
+     * platforms (x86-64, aarch64): {@link Ucp}.
+     *
+     * @param arity how many arguments the function takes
+     * @return {@code (long x arity) -> long}
+     */
+    public static FunctionDescriptor words(int arity) {
+        return WORDS[arity];
+    }
+
+    private static final FunctionDescriptor[] WORDS = new FunctionDescriptor[8];
+
+    static {
+        for (int arity = 0; arity < WORDS.length; arity++) {
+            java.lang.foreign.MemoryLayout[] args = new java.lang.foreign.MemoryLayout[arity];
+            java.util.Arrays.fill(args, java.lang.foreign.ValueLayout.JAVA_LONG);
+            WORDS[arity] = FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_LONG, args);
+        }
+    }
+
+    /**
+     * A downcall handle for a symbol that must exist, linked with {@link #words(int)}.
+     *
+     * @throws UnsatisfiedLinkError naming the symbol when it is missing
+     */
+    public static MethodHandle downcallWords(SymbolLookup lookup, String name, int arity, Linker.Option... options) {
+        return downcall(lookup, name, words(arity), options);
+    }
+
     /** A downcall handle for a symbol that newer library versions have; empty when it is missing. */
     public static Optional<MethodHandle> optionalDowncall(SymbolLookup lookup, String name, FunctionDescriptor fd) {
         return lookup.find(name).map(symbol -> LINKER.downcallHandle(symbol, fd));

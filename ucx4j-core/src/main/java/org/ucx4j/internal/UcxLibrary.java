@@ -1,11 +1,9 @@
 package org.ucx4j.internal;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
@@ -360,11 +358,10 @@ public final class UcxLibrary {
     }
 
     private static int[] version(SymbolLookup lookup) throws Throwable {
-        MethodHandle getVersion =
-                NativeLinker.downcall(lookup, "ucp_get_version", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS));
+        MethodHandle getVersion = NativeLinker.downcallWords(lookup, "ucp_get_version", 3); // void (3 pointers)
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment v = arena.allocate(JAVA_INT, 3);
-            getVersion.invokeExact(v, v.asSlice(4), v.asSlice(8));
+            long unused = (long) getVersion.invokeExact(v.address(), v.address() + 4, v.address() + 8);
             return new int[] {v.getAtIndex(JAVA_INT, 0), v.getAtIndex(JAVA_INT, 1), v.getAtIndex(JAVA_INT, 2)};
         }
     }

@@ -156,7 +156,7 @@ public final class Upcalls {
         miss(what, word);
         if (request != 0) {
             NativeCalls.invoke(() -> {
-                Ucp.request_free.invokeExact(request);
+                Ucp.requestFree(request);
             });
         }
     }

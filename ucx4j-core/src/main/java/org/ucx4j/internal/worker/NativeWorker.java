@@ -83,17 +83,17 @@ public final class NativeWorker {
         // UCP_WORKER_PARAM_FIELD_THREAD_MODE: SERIALIZED, since whichever thread holds the lock calls UCX.
         params.set(JAVA_LONG, Structs.offset(Structs.UCP_WORKER_PARAMS, "field_mask"), 1L);
         params.set(JAVA_INT, Structs.offset(Structs.UCP_WORKER_PARAMS, "thread_mode"), 1);
-        int status = NativeCalls.callInt(() -> (byte) Ucp.worker_create.invokeExact(contextHandle, params, pointerOut));
+        int status = NativeCalls.callInt(() -> Ucp.workerCreate(contextHandle, params, pointerOut));
         if (status != UcxStatus.OK.code()) {
             arena.close();
             throw UcxException.of("ucp_worker_create", status, "worker '" + options.name() + "'");
         }
         this.handle = pointerOut.get(ADDRESS, 0);
         MemorySegment fdOut = arena.allocate(JAVA_INT);
-        status = NativeCalls.callInt(() -> (byte) Ucp.worker_get_efd.invokeExact(handle, fdOut));
+        status = NativeCalls.callInt(() -> Ucp.workerGetEfd(handle, fdOut));
         if (status != UcxStatus.OK.code()) {
             NativeCalls.invoke(() -> {
-                Ucp.worker_destroy.invokeExact(handle);
+                Ucp.workerDestroy(handle);
             });
             arena.close();
             throw UcxException.of("ucp_worker_get_efd", status, "the context needs Feature.WAKEUP");
@@ -269,7 +269,7 @@ public final class NativeWorker {
             engine.runLockedAfterDrain(() -> {
                 operations.failAllForDestroy();
                 NativeCalls.invoke(() -> {
-                    Ucp.worker_destroy.invokeExact(handle);
+                    Ucp.workerDestroy(handle);
                 });
                 Upcalls.unregister(id);
             });

@@ -201,7 +201,7 @@ public final class OperationTable {
     private void cancelRequest(Operation op) {
         long req = op.request;
         NativeCalls.invoke(() -> {
-            Ucp.request_cancel.invokeExact(workerHandle, req);
+            Ucp.requestCancel(workerHandle, req);
         });
     }
 
@@ -253,7 +253,7 @@ public final class OperationTable {
             long req = op.request;
             op.request = 0;
             NativeCalls.invoke(() -> {
-                Ucp.request_free.invokeExact(req);
+                Ucp.requestFree(req);
             });
         }
     }
@@ -264,7 +264,7 @@ public final class OperationTable {
      */
     private boolean countsAsBulk(long request) {
         requestAttr.set(JAVA_LONG, RA_FIELD_MASK, REQUEST_ATTR_FIELD_MEM_TYPE);
-        int status = NativeCalls.callInt(() -> (byte) Ucp.request_query.invokeExact(request, requestAttr));
+        int status = NativeCalls.callInt(() -> Ucp.requestQuery(request, requestAttr));
         return status != UcxStatus.OK.code() || requestAttr.get(JAVA_INT, RA_MEM_TYPE) != MEMORY_TYPE_HOST;
     }
 
@@ -307,7 +307,7 @@ public final class OperationTable {
         if (!destroying) {
             LOG.warn("UCX completion for unknown operation {} on worker {}", opId, workerId);
             NativeCalls.invoke(() -> {
-                Ucp.request_free.invokeExact(request);
+                Ucp.requestFree(request);
             });
         }
     }

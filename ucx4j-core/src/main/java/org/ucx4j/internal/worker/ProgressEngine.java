@@ -273,7 +273,7 @@ public final class ProgressEngine {
         signalling.incrementAndGet();
         try {
             if (!destroyed) {
-                NativeCalls.callInt(() -> (byte) Ucp.worker_signal.invokeExact(handle));
+                NativeCalls.callInt(() -> Ucp.workerSignal(handle));
             }
         } finally {
             signalling.decrementAndGet();
@@ -304,7 +304,7 @@ public final class ProgressEngine {
         int n = drainQueue();
         n += timers.runDue();
         for (int i = 0; i < MAX_PROGRESS_PER_ROUND; i++) {
-            int c = NativeCalls.callInt(() -> (int) Ucp.worker_progress.invokeExact(handle));
+            int c = NativeCalls.callInt(() -> Ucp.workerProgress(handle));
             if (!queue.isEmpty()) {
                 // What callbacks of this progress call submitted (execute defers it until UCX returned).
                 c += drainQueue();
@@ -422,7 +422,7 @@ public final class ProgressEngine {
         if (destroyed || round() > 0 || !queue.isEmpty()) {
             return false;
         }
-        return NativeCalls.callInt(() -> (byte) Ucp.worker_arm.invokeExact(handle)) == UcxStatus.OK.code();
+        return NativeCalls.callInt(() -> Ucp.workerArm(handle)) == UcxStatus.OK.code();
     }
 
     /** Arms the worker and sleeps on its event fd; returns early when anything arrives or is submitted. */
