@@ -71,6 +71,10 @@ public final class NativeLinker {
      * @return {@code (long x arity) -> long}
      */
     public static FunctionDescriptor words(int arity) {
+        if (arity < 0 || arity >= WORDS.length) {
+            throw new IllegalArgumentException(
+                    "C functions of 0 to " + (WORDS.length - 1) + " arguments are linked as words, not " + arity);
+        }
         return WORDS[arity];
     }
 

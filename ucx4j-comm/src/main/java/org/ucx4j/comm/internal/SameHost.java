@@ -29,7 +29,8 @@ import org.ucx4j.comm.CommOptions;
  * <p>The token: {@code <host>|<process>}. The host part says which processes can open each other's shared
  * memory: the kernel's boot id, the IPC and PID namespaces (System V segments, and POSIX segments opened
  * through {@code /proc/<pid>/fd}) and the user id (the segments' owner); and that they agree on how to use
- * it: the UCX version and the shared memory transport's segment size and FIFO length ({@link #hostPart}). The process part is a random id of
+ * it: the UCX version and the shared memory transport's segment size, FIFO length and FIFO element size
+ * ({@link #hostPart}). The process part is a random id of
  * the {@link UcxRuntimes} (one per comm context): it keys the peer's worker. Tokens hold nothing secret:
  * a listener shows its token to any local client in its PROOF (under its MAC when there is a secret),
  * a client shows its own only to a listener that proved the secret.
@@ -50,7 +51,7 @@ final class SameHost {
      * dead peer, in the order a same-host worker picks one: {@code sysv} first, whose segments do not count
      * against {@code /dev/shm} (a container's is often 64 MiB), then {@code posix}. One only: each costs
      * its FIFO and receive segments (measured with {@link #SEGMENT_SIZE}: a JVM of a same-host pair maps
-     * up to 20.8 MiB of System V memory on UCX 1.22, 12.3 MiB on 1.13).
+     * up to 20.8 MiB of System V memory on UCX 1.22 and 1.13).
      */
     static final List<String> SHARED_MEMORY = List.of("sysv", "posix");
 
@@ -72,8 +73,15 @@ final class SameHost {
     static final int FIFO_SIZE = 256;
 
     /**
-     * Receive segments allocated at a time: one chunk holds the FIFO's own ({@link #FIFO_SIZE} + 1) and a
-     * few for UCX to keep (264 x 32,832 bytes, where UCX's default chunk of 512 would take twice that).
+     * The size of a FIFO element (UCX's default): a sender finds the receiver's elements, and writes small
+     * messages inline into them, by its own idea of it, so both sides must agree on it too.
+     */
+    static final int FIFO_ELEMENT_SIZE = 128;
+
+    /**
+     * Receive segments in the first chunk UCX allocates: the FIFO's own ({@link #FIFO_SIZE} + 1) and a few
+     * for UCX to keep (264 x 32,832 bytes, where UCX's default chunk of 512 would take twice that). Later
+     * chunks, when UCX keeps more, grow by UCX's own factor (1.22: {@code RX_GROW_FACTOR} 2).
      */
     static final int RX_BUFS_GROW = FIFO_SIZE + 8;
 
@@ -124,7 +132,7 @@ final class SameHost {
 
     /**
      * The host part of this process's token as shown in handshakes: {@link #host()}, then the UCX version
-     * (major.minor) and the shared memory transport's segment size and FIFO length. Two processes pair on
+     * (major.minor) and the shared memory transport's segment size, FIFO length and FIFO element size. Two processes pair on
      * same-host workers only when all of it is equal: UCX's {@code mm} transport writes into the peer's
      * FIFO by its own configuration, so a peer with another FIFO length or segment size (another ucx4j
      * version, another UCX) would corrupt messages. Read on first use, from handshakes of {@code ucx://}
@@ -137,7 +145,7 @@ final class SameHost {
         if (part == null && HOST.isPresent() && Ucx.isAvailable()) {
             String[] version = Ucx.version().split("\\.");
             part = HOST.get() + " ucx " + version[0] + "." + (version.length > 1 ? version[1] : "0") + " mm "
-                    + SEGMENT_SIZE + "/" + FIFO_SIZE;
+                    + SEGMENT_SIZE + "/" + FIFO_SIZE + "/" + FIFO_ELEMENT_SIZE;
             hostPart = part;
         }
         return Optional.ofNullable(part);

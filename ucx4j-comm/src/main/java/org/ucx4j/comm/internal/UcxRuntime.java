@@ -126,7 +126,8 @@ final class UcxRuntime {
      * would have no transport between the two same-host workers at all, and two processes that differ
      * there would pick different lanes for one pair (UCX 1.13 aborts on that). And the {@code sysv} and
      * {@code posix} segment size, FIFO length and allocation chunk of {@link SameHost}, also whatever the
-     * environment says: the two sides of a pair must agree on them ({@link SameHost#hostPart}). The comms over it learn of
+     * environment says (under the {@code MM_} names too, the only ones UCX 1.13 applies): the two sides of a
+     * pair must agree on them ({@link SameHost#hostPart}). The comms over it learn of
      * a dead peer from their handshake sockets at once (see {@link UcxComm}); UCX's own check runs at its
      * usual interval.
      */
@@ -136,9 +137,13 @@ final class UcxRuntime {
         for (String name : SHARED_MEMORY_ERROR_HANDLING) {
             options.put(name, "y");
         }
-        for (String transport : List.of("SYSV", "POSIX")) {
+        // MM_ reaches both transports on UCX 1.13 (whose UCT options match only by the shared table's own
+        // prefix: a SYSV_ name is dropped there without an error) and on 1.22; SYSV_ and POSIX_ override
+        // what the environment says under those names on 1.22.
+        for (String transport : List.of("MM", "SYSV", "POSIX")) {
             options.put(transport + "_SEG_SIZE", Integer.toString(SameHost.SEGMENT_SIZE));
             options.put(transport + "_FIFO_SIZE", Integer.toString(SameHost.FIFO_SIZE));
+            options.put(transport + "_FIFO_ELEM_SIZE", Integer.toString(SameHost.FIFO_ELEMENT_SIZE));
             options.put(transport + "_RX_BUFS_GROW", Integer.toString(SameHost.RX_BUFS_GROW));
         }
         return Map.copyOf(options);

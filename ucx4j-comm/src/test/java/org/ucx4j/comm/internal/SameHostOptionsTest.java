@@ -32,11 +32,18 @@ class SameHostOptionsTest {
                 Map.entry("POSIX_ERROR_HANDLING", "y"),
                 Map.entry("SYSV_ERROR_HANDLING", "y"),
                 // Both sides of a pair must agree on these: a sender writes into the receiver's FIFO by
-                // its own idea of the FIFO's length and the segments' size.
+                // its own idea of the FIFO's length, its elements' size and the segments' size. MM_ is the only
+                // name UCX 1.13 applies to sysv and posix (it drops SYSV_ and POSIX_ ones silently).
+                Map.entry("MM_SEG_SIZE", "32832"),
                 Map.entry("SYSV_SEG_SIZE", "32832"),
                 Map.entry("POSIX_SEG_SIZE", "32832"),
+                Map.entry("MM_FIFO_SIZE", "256"),
                 Map.entry("SYSV_FIFO_SIZE", "256"),
                 Map.entry("POSIX_FIFO_SIZE", "256"),
+                Map.entry("MM_FIFO_ELEM_SIZE", "128"),
+                Map.entry("SYSV_FIFO_ELEM_SIZE", "128"),
+                Map.entry("POSIX_FIFO_ELEM_SIZE", "128"),
+                Map.entry("MM_RX_BUFS_GROW", "264"),
                 Map.entry("SYSV_RX_BUFS_GROW", "264"),
                 Map.entry("POSIX_RX_BUFS_GROW", "264"));
         assertEquals(expected, UcxRuntime.sameHostOptions("sysv,cma"));
@@ -88,7 +95,7 @@ class SameHostOptionsTest {
         String[] version = Ucx.version().split("\\.");
         String ucx = " ucx " + version[0] + "." + version[1];
         String host = SameHost.hostPart().orElseThrow();
-        assertEquals(SameHost.host().get() + ucx + " mm 32832/256", host);
+        assertEquals(SameHost.host().get() + ucx + " mm 32832/256/128", host);
         assertEquals(Optional.of("0123abcd"), SameHost.peerProcess(SameHost.token("0123abcd"), "ffff"));
         assertEquals(Optional.empty(), SameHost.peerProcess(SameHost.token("ffff"), "ffff"), "this very process");
         assertEquals(Optional.empty(), SameHost.peerProcess(bytes("another boot|0123abcd"), "ffff"));
@@ -104,10 +111,16 @@ class SameHostOptionsTest {
                 Optional.empty(), SameHost.peerProcess(bytes(SameHost.host().get() + "|0123abcd"), "ffff"));
         assertEquals(
                 Optional.empty(),
-                SameHost.peerProcess(bytes(host.replace(" mm 32832/256", " mm 8256/256") + "|0123abcd"), "ffff"));
+                SameHost.peerProcess(
+                        bytes(host.replace(" mm 32832/256/128", " mm 8256/256/128") + "|0123abcd"), "ffff"));
         assertEquals(
                 Optional.empty(),
-                SameHost.peerProcess(bytes(host.replace(" mm 32832/256", " mm 32832/64") + "|0123abcd"), "ffff"));
+                SameHost.peerProcess(
+                        bytes(host.replace(" mm 32832/256/128", " mm 32832/64/128") + "|0123abcd"), "ffff"));
+        assertEquals(
+                Optional.empty(),
+                SameHost.peerProcess(
+                        bytes(host.replace(" mm 32832/256/128", " mm 32832/256/256") + "|0123abcd"), "ffff"));
         assertEquals(
                 Optional.empty(), SameHost.peerProcess(bytes(host.replace(ucx, " ucx 1.99") + "|0123abcd"), "ffff"));
     }

@@ -103,8 +103,7 @@ public final class NativeWorker {
                 fdOut.get(JAVA_INT, 0),
                 options.progressMode(),
                 options.spin().toNanos(),
-                timers,
-                arena);
+                timers);
         // The table needs the id (it is in every user-data word), the id needs the dispatcher: the
         // dispatcher gets the table before anything can call back (nothing has been posted yet).
         this.upcalls = new UpcallDispatcher(events, options.name());
@@ -118,9 +117,8 @@ public final class NativeWorker {
 
     /**
      * Scratch memory written and read on every operation, by the lock holder only: a global-scope view of
-     * the worker's arena. A segment of the shared arena itself costs a liveness check on every access and
-     * an acquire and a release (two atomic updates) around every downcall it is passed to, on each of the
-     * one to three downcalls of a message; the view costs neither. It is safe because nothing touches it
+     * the worker's arena. A segment of the shared arena itself costs a liveness check on every access
+     * (downcalls take raw addresses: {@code Ucp}); the view does not. It is safe because nothing touches it
      * once the worker is destroyed: the lock holder checks {@code destroyed} first, and the arena closes
      * after the destruction's last locked drain ({@link #destroy}).
      */
@@ -142,8 +140,11 @@ public final class NativeWorker {
     @FunctionalInterface
     public interface NbxCall {
         /**
-         * Makes the call. @return UCX's status pointer as a word (see {@code Ucp.statusWord}) @throws Throwable
-         * what {@code invokeExact} declares
+         * Makes the call.
+         *
+         * @param param the operation's {@code ucp_request_param_t}
+         * @return UCX's status pointer as a word (a {@code long}, as {@code Ucp}'s methods return it)
+         * @throws Throwable what the downcall declares
          */
         long call(MemorySegment param) throws Throwable;
     }

@@ -143,8 +143,8 @@ public final class OperationTable {
     }
 
     /**
-     * Like {@link #started(Operation, MemorySegment, Object)} with the status pointer as a word (the calls
-     * made once per message return it so; see {@code Ucp.statusWord}).
+     * Like {@link #started(Operation, MemorySegment, Object)} with the status pointer as a word (as the
+     * {@code Ucp} methods of the calls made once per message return it).
      */
     void started(Operation op, long raw, Object immediateValue) {
         if (op.future.isDone()) {

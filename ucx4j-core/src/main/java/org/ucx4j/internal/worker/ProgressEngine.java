@@ -92,8 +92,6 @@ public final class ProgressEngine {
     private final AdaptiveSpin spin;
     private final ReentrantLock lock = new ReentrantLock();
     private final ConcurrentLinkedQueue<Runnable> queue = new ConcurrentLinkedQueue<>();
-    /** The progress thread's poll scratch; only the progress thread uses it. */
-    private final MemorySegment pollfd;
     /** Whether a bulk operation is in flight; asked with the lock held. Set before {@link #start}. */
     private BooleanSupplier bulkInFlight = () -> false;
     /** Whether the lock holder is inside a UCX callback; asked with the lock held. Set before {@link #start}. */
@@ -114,15 +112,13 @@ public final class ProgressEngine {
     // Written once by start(), before any other thread can reach this engine; volatile for those that do.
     private volatile Thread thread;
 
-    ProgressEngine(
-            MemorySegment handle, int eventFd, ProgressMode mode, long spinNanos, TimerQueue timers, Arena arena) {
+    ProgressEngine(MemorySegment handle, int eventFd, ProgressMode mode, long spinNanos, TimerQueue timers) {
         this.handle = handle;
         this.eventFd = eventFd;
         this.mode = mode;
         this.timers = timers;
         this.spin = new AdaptiveSpin(spinNanos);
         this.bulkPolling = mode == ProgressMode.THREAD_BLOCKING && spinNanos > 0;
-        this.pollfd = arena.allocate(8, 8);
     }
 
     /**
@@ -443,7 +439,11 @@ public final class ProgressEngine {
             armed = false;
             return;
         }
-        Libc.pollIn(pollfd, eventFd, timeoutMs);
+        // The poll's scratch is this call's own: poll gets a raw address (Ucp), and memory of the worker's
+        // arena could be freed under it by a close that gave up waiting for this thread.
+        try (Arena a = Arena.ofConfined()) {
+            Libc.pollIn(a.allocate(8, 8), eventFd, timeoutMs);
+        }
         armed = false;
     }
 
