@@ -78,17 +78,19 @@ public final class Libc {
     }
 
     /**
-     * Waits until {@code fd} is readable or the timeout passes.
+     * Waits until {@code fd} is readable or the timeout passes. The {@code struct pollfd} is this call's
+     * own (a confined arena): {@code poll} gets a raw address ({@link Ucp}), so memory another thread could
+     * free meanwhile must not be used for it.
      *
-     * @param pollfd a 8-byte scratch segment owned by the caller
      * @param timeoutMillis -1 for no timeout
      * @return true when readable; false on timeout or interruption by a signal
      */
-    public static boolean pollIn(MemorySegment pollfd, int fd, int timeoutMillis) {
-        pollfd.set(JAVA_INT, 0, fd);
-        pollfd.set(JAVA_SHORT, 4, POLLIN);
-        pollfd.set(JAVA_SHORT, 6, (short) 0);
-        try {
+    public static boolean pollIn(int fd, int timeoutMillis) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment pollfd = arena.allocate(8, 8);
+            pollfd.set(JAVA_INT, 0, fd);
+            pollfd.set(JAVA_SHORT, 4, POLLIN);
+            pollfd.set(JAVA_SHORT, 6, (short) 0);
             int rc = (int) (long) POLL.invokeExact(pollfd.address(), 1L, (long) timeoutMillis);
             return rc > 0;
         } catch (Throwable t) {

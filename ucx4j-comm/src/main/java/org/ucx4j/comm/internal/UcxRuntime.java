@@ -125,7 +125,7 @@ final class UcxRuntime {
      * environment says (they are for the shared worker): without them, endpoints that detect peer failure
      * would have no transport between the two same-host workers at all, and two processes that differ
      * there would pick different lanes for one pair (UCX 1.13 aborts on that). And the {@code sysv} and
-     * {@code posix} segment size, FIFO length and allocation chunk of {@link SameHost}, also whatever the
+     * {@code posix} segment size, FIFO length, FIFO element size and allocation chunk of {@link SameHost}, also whatever the
      * environment says (under the {@code MM_} names too, the only ones UCX 1.13 applies): the two sides of a
      * pair must agree on them ({@link SameHost#hostPart}). The comms over it learn of
      * a dead peer from their handshake sockets at once (see {@link UcxComm}); UCX's own check runs at its

@@ -1,6 +1,5 @@
 package org.ucx4j.internal.worker;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -439,11 +438,7 @@ public final class ProgressEngine {
             armed = false;
             return;
         }
-        // The poll's scratch is this call's own: poll gets a raw address (Ucp), and memory of the worker's
-        // arena could be freed under it by a close that gave up waiting for this thread.
-        try (Arena a = Arena.ofConfined()) {
-            Libc.pollIn(a.allocate(8, 8), eventFd, timeoutMs);
-        }
+        Libc.pollIn(eventFd, timeoutMs);
         armed = false;
     }
 
@@ -487,9 +482,7 @@ public final class ProgressEngine {
                 lock.unlock();
             }
             if (canSleep && !f.isDone()) {
-                try (Arena a = Arena.ofConfined()) {
-                    Libc.pollIn(a.allocate(8, 8), eventFd, 1);
-                }
+                Libc.pollIn(eventFd, 1);
             }
             idleSince = 0;
         }
