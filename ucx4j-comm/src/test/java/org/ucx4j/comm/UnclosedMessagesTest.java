@@ -119,6 +119,30 @@ class UnclosedMessagesTest {
         keptPastTheBudget(address, 40_000, 4096);
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"ucx://127.0.0.1:0", "tcp://127.0.0.1:0"})
+    void aReaderThatClosesEveryMessageIsNeverStoppedAtTheLeastBudget(String address) throws Exception {
+        // 1 MiB, the least max-unclosed-bytes, is the size of the slab small messages share: a slab whose
+        // messages were all closed counted in full, stopped the reader after its first message, and after
+        // the connect timeout failed it with an error blaming a leak it did not have.
+        assumeTransport(address);
+        CommOptions least = CommOptions.builder()
+                .config(UcxConfig.builder()
+                        .set(CommKeys.MAX_UNCLOSED_BYTES, MIB)
+                        .build())
+                .connectTimeout(Duration.ofSeconds(2))
+                .build();
+        int count = 3000; // three slabs' worth of 1 KiB messages
+        try (CommListener l = Comms.listen(URI.create(address), writer(count, 1024), least);
+                Comm c = Comms.connect(l.address(), least)) {
+            for (int i = 0; i < count; i++) {
+                try (Message m = c.read(Duration.ofSeconds(60))) {
+                    assertEquals(1024, m.byteSize(), "message " + i);
+                }
+            }
+        }
+    }
+
     /**
      * The peer writes {@code count} messages of {@code size} bytes; this side reads and keeps them all: the
      * read fails with the error naming the leak once they hold about the budget, and what was kept is good.

@@ -26,7 +26,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * own stale bytes, never another message's, and never crashes; it stops working when its slab or group
  * goes.
  *
- * <p>Budget: the scopes count the memory their live arenas hold ({@link #held()}: a whole slab, a
+ * <p>Budget: the scopes count the memory their live arenas hold ({@link #held()}: the current slab by
+ * what its messages claimed (its free space is nobody's yet), a retired slab whole, a
  * group's every member until the group closes, a large message's own arena), and comms ask {@link
  * #admit} before they receive the next message. Above the limit ({@code max-unclosed-bytes}) they
  * wait: memory comes back when messages are closed, or when the cleaner reclaims messages that were
@@ -100,8 +101,8 @@ final class MessageScopes {
                     current.retire();
                 }
                 current = new Slab();
-                held += SLAB;
             }
+            held += need; // the whole slab once it retires
             return new SlabScope(current, need);
         }
     }
@@ -117,6 +118,23 @@ final class MessageScopes {
      */
     boolean admit(long limit, Runnable retry) {
         long delayNanos;
+        Slab idle = null;
+        synchronized (this) {
+            if (held < limit) {
+                return true;
+            }
+            // The current slab's free space is held by no message: once every message in it was closed
+            // it goes, so that the bound counts what unclosed messages hold. Kept, it alone reached a
+            // bound of 1 MiB (the least max-unclosed-bytes) and stopped a reader that closed everything.
+            if (current != null && current.idle()) {
+                idle = current;
+                current = null;
+            }
+        }
+        if (idle != null) {
+            idle.retire(); // closes it now: no message uses it
+            return admit(limit, retry);
+        }
         synchronized (this) {
             if (held < limit) {
                 return true;
@@ -226,6 +244,11 @@ final class MessageScopes {
             return SLAB - Math.max(used, claimed);
         }
 
+        /** Whether no message uses it now. */
+        synchronized boolean idle() {
+            return users == 0;
+        }
+
         synchronized void join(long need) {
             users++;
             claimed += need;
@@ -242,9 +265,14 @@ final class MessageScopes {
 
         void retire() {
             boolean close;
+            long unclaimed;
             synchronized (this) {
                 retired = true;
                 close = users == 0;
+                unclaimed = SLAB - claimed;
+            }
+            synchronized (MessageScopes.this) {
+                held += unclaimed; // counted whole from now on, until it closes
             }
             if (close) {
                 arena.close();

@@ -150,16 +150,39 @@ class MessageScopesTest {
         Arena large = messageScopes.forMessage(MessageScopes.ALONE, 1);
         Arena medium = messageScopes.forMessage(mib, 1);
         Arena small = messageScopes.forMessage(100, 1);
-        assertEquals(MessageScopes.ALONE + mib + MessageScopes.SLAB, messageScopes.held());
+        // The current slab counts what its message claimed (100 bytes and 64 per frame), not its free space.
+        assertEquals(MessageScopes.ALONE + mib + 164, messageScopes.held());
         java.util.concurrent.CompletableFuture<Void> woken = new java.util.concurrent.CompletableFuture<>();
         assertFalse(messageScopes.admit(MessageScopes.ALONE, () -> woken.complete(null)), "over the limit");
         assertTrue(messageScopes.admit(messageScopes.held() + 1, null), "under the limit");
         large.close();
         woken.get(10, java.util.concurrent.TimeUnit.SECONDS); // closing gave memory back: the waiter retries
-        assertEquals(mib + MessageScopes.SLAB, messageScopes.held());
+        assertEquals(mib + 164, messageScopes.held());
         medium.close(); // the group's last open message: the group closes
         small.close();
         messageScopes.startAfresh(); // the slab retires and, with no message open, closes
+        assertEquals(0, messageScopes.held());
+    }
+
+    @Test
+    void aRetiredSlabCountsWholeUntilItsLastMessageCloses() {
+        Arena first = messageScopes.forMessage(100, 1);
+        messageScopes.startAfresh(); // retires the slab; its message keeps it open
+        assertEquals(MessageScopes.SLAB, messageScopes.held(), "a retired slab holds all its memory");
+        first.close();
+        assertEquals(0, messageScopes.held());
+    }
+
+    @Test
+    void anIdleSlabAtTheBudgetGoesInsteadOfStoppingTheReader() {
+        // Messages that claim the whole slab, all closed: the slab alone is at a budget of one slab.
+        List<Arena> messages = new ArrayList<>();
+        for (long claimed = 0; claimed < MessageScopes.SLAB; claimed += MessageScopes.SMALL) {
+            messages.add(messageScopes.forMessage(MessageScopes.SMALL - 64, 1)); // claims SMALL with its frame
+        }
+        messages.forEach(Arena::close);
+        assertEquals(MessageScopes.SLAB, messageScopes.held());
+        assertTrue(messageScopes.admit(MessageScopes.SLAB, null), "nothing is held by an open message");
         assertEquals(0, messageScopes.held());
     }
 }
