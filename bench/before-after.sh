@@ -2,8 +2,9 @@
 # The same host benchmarks with two builds of ucx4j, alternating, in one run: did a change make a hot path
 # slower? BEFORE and AFTER are folders of jars (a module path: the CLI and its dependencies). Rows:
 # core tag 8 B latency (caller and thread-blocking progress), core tag 8 B message rate, core tag 64 MiB
-# bandwidth, comm ucx:// 1 KiB round trips and 1 MiB bandwidth. Each cell is the median of ROUNDS runs
-# (default 3). Units: latency one-way usec (p50); bandwidth MB/s (MB = 2^20 B); rate messages/s.
+# bandwidth, comm ucx:// 1 KiB round trips and 1 MiB bandwidth, and the 1 KiB one-way latency of the core's
+# tag and of the comm side by side (thread-blocking; their ratio is issue 15's comm round-trip figure). Each
+# cell is the median of ROUNDS runs (default 3). Units: latency one-way usec (p50); bandwidth MB/s (MB = 2^20 B); rate messages/s.
 #
 #   BEFORE=/path/to/old/jars AFTER=/path/to/new/jars bench/before-after.sh
 #   ROUNDS=5 ONLY="comm_ucx_1KiB" BEFORE=... AFTER=... bench/before-after.sh     # some rows
@@ -26,6 +27,8 @@ ROWS=(
     "tag_rate|--op tag --mode rate --size 8 --iters $((200000 * ITERS))|msg_rate"
     "tag_bw_64Mi|--op tag --mode bandwidth --size 67108864 --iters $((20 * ITERS))|bandwidth_mbps"
     "comm_ucx_1KiB|--comm ucx --mode latency --size 1024 --iters $((20000 * ITERS))|round_trips_per_s"
+    "tag_lat_1KiB|--op tag --mode latency --size 1024 --iters $((20000 * ITERS))|latency_us_p50"
+    "comm_lat_1KiB|--comm ucx --mode latency --size 1024 --iters $((20000 * ITERS))|latency_us_p50"
     "comm_ucx_1MiB|--comm ucx --mode bandwidth --size 1048576 --iters $((2000 * ITERS))|bandwidth_mbps"
 )
 if [ -n "${ONLY:-}" ]; then   # ONLY="comm_ucx_1KiB tag_rate": just these rows

@@ -95,6 +95,36 @@ public final class UcxEndpoint implements AutoCloseable {
         return f;
     }
 
+    /**
+     * Sends a tagged message from native memory whose kind the caller knows. UCX is told the kind instead
+     * of detecting it: where its GPU transports are loaded, UCX otherwise looks every native buffer up in
+     * its memory-type cache (and may ask the GPU driver), on every operation. Heap buffers need no
+     * declaration (they are staged in host memory).
+     *
+     * <p>The declaration must be true: UCX copies declared host memory with the CPU and declared CUDA
+     * memory with the GPU's copy engines, and a false one makes it read memory the wrong way (a crash,
+     * or wrong bytes). Where in doubt, use {@link #tagSendAsync(MemorySegment, long)}.
+     *
+     * @param buffer the payload, native memory that stays alive until the future completes
+     * @param kind what memory {@code buffer} is
+     * @param tag the 64-bit tag
+     * @return completes when the buffer may be reused
+     * @throws IllegalArgumentException when {@code buffer} is heap memory
+     */
+    public UcxFuture<Void> tagSendAsync(MemorySegment buffer, MemoryKind kind, long tag) {
+        if (!buffer.isNative()) {
+            throw new IllegalArgumentException("a declared memory kind is for native buffers (heap is staged)");
+        }
+        UcxFuture<Void> f = new UcxFuture<>();
+        Operation op = f.track(rt, OperationKind.TAG_SEND, lifecycle, buffer.byteSize());
+        op.declareMemory(java.util.Objects.requireNonNull(kind, "kind"));
+        lifecycle.ensureOpen();
+        long src = Buffers.sendAddress(op, buffer);
+        long len = buffer.byteSize();
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> Ucp.tagSendNbx(handle, src, len, tag, p));
+        return f;
+    }
+
     /** Blocking twin of {@link #tagSendAsync(MemorySegment, long)}. */
     public void tagSend(MemorySegment buffer, long tag) {
         rt.engine.call(() -> tagSendAsync(buffer, tag), "tagSend");

@@ -412,7 +412,7 @@ public final class UcxWorker implements AutoCloseable {
      */
     public UcxFuture<TagInfo> tagRecvAsync(MemorySegment buffer, long tag, long mask) {
         ensureOpen();
-        return tagRecv(null, buffer, tag, mask);
+        return tagRecv(null, buffer, null, tag, mask);
     }
 
     /**
@@ -432,7 +432,33 @@ public final class UcxWorker implements AutoCloseable {
      */
     public UcxFuture<TagInfo> tagRecvAsync(MemorySegment buffer, long tag, long mask, UcxEndpoint boundTo) {
         checkBinding(boundTo);
-        return tagRecv(boundTo, buffer, tag, mask);
+        return tagRecv(boundTo, buffer, null, tag, mask);
+    }
+
+    /**
+     * Like {@link #tagRecvAsync(MemorySegment, long, long, UcxEndpoint)} into native memory whose kind the
+     * caller knows: UCX is told it instead of detecting it per operation (see {@link
+     * UcxEndpoint#tagSendAsync(MemorySegment, MemoryKind, long)}, whose caveat holds here: the declaration
+     * must be true).
+     *
+     * @param buffer where to receive, native memory that stays alive until the future completes
+     * @param kind what memory {@code buffer} is
+     * @param tag the tag to match
+     * @param mask which bits must match
+     * @param boundTo the endpoint whose failure or close ends the receive; one of this worker's
+     * @return the sender's tag and the length
+     * @throws IllegalArgumentException when {@code buffer} is heap memory, or {@code boundTo} belongs to
+     *     another worker
+     * @throws IllegalStateException when {@code boundTo} is closed
+     */
+    public UcxFuture<TagInfo> tagRecvAsync(
+            MemorySegment buffer, MemoryKind kind, long tag, long mask, UcxEndpoint boundTo) {
+        if (!buffer.isNative()) {
+            throw new IllegalArgumentException("a declared memory kind is for native buffers (heap is staged)");
+        }
+        java.util.Objects.requireNonNull(kind, "kind");
+        checkBinding(boundTo);
+        return tagRecv(boundTo, buffer, kind, tag, mask);
     }
 
     /** Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long, UcxEndpoint)}. */
@@ -487,9 +513,12 @@ public final class UcxWorker implements AutoCloseable {
         boundTo.lifecycle().ensureOpen();
     }
 
-    private UcxFuture<TagInfo> tagRecv(UcxEndpoint ep, MemorySegment buffer, long tag, long mask) {
+    private UcxFuture<TagInfo> tagRecv(UcxEndpoint ep, MemorySegment buffer, MemoryKind kind, long tag, long mask) {
         UcxFuture<TagInfo> f = new UcxFuture<>();
         Operation op = f.track(rt, OperationKind.TAG_RECV, UcxEndpoint.ownerOf(ep), buffer.byteSize());
+        if (kind != null) {
+            op.declareMemory(kind);
+        }
         long dst = Buffers.receiveAddress(op, buffer);
         long len = buffer.byteSize();
         rt.startOp(

@@ -320,7 +320,9 @@ final class UcxComm extends AbstractComm {
     /** Posts the receive of the next header (always one, until the headers end). */
     private void postHeader() {
         try {
-            endpoint.worker().tagRecvAsync(headerBuffer, myTag, -1L, endpoint).whenComplete(this::onHeaderArrived);
+            endpoint.worker()
+                    .tagRecvAsync(headerBuffer, MemoryKind.HOST, myTag, -1L, endpoint)
+                    .whenComplete(this::onHeaderArrived);
         } catch (RuntimeException e) { // the endpoint closed meanwhile
             endHeaders(lostError(e), false);
         }
@@ -629,7 +631,7 @@ final class UcxComm extends AbstractComm {
         WireFormat.Header h = in.header;
         WireFormat.Table t = in.table;
         Arena scope = scopes.forMessage(t.total(), h.frameCount());
-        List<Frame> frames = new ArrayList<>(h.frameCount());
+        Frame[] frames = new Frame[h.frameCount()];
         try {
             long at = inlineAt;
             boolean multi = (h.flags() & WireFormat.FLAG_MULTI_BUFFER) != 0;
@@ -643,7 +645,7 @@ final class UcxComm extends AbstractComm {
                     throw new CommException(
                             "the frame allocator returned " + seg.byteSize() + " bytes for a frame of " + t.sizes()[i]);
                 }
-                frames.add(new Frame(seg, t.kinds()[i]));
+                frames[i] = new Frame(seg, t.kinds()[i]);
                 if (inlineAt >= 0) {
                     if (t.kinds()[i] != MemoryKind.HOST) {
                         throw new CommProtocolException("inline frame " + i + " is " + t.kinds()[i] + " memory");
@@ -658,7 +660,7 @@ final class UcxComm extends AbstractComm {
             scope.close();
             throw e;
         }
-        return Message.received(frames, scope);
+        return Message.received(List.of(frames), scope); // List.of: Message keeps it, uncopied
     }
 
     /**
@@ -720,17 +722,25 @@ final class UcxComm extends AbstractComm {
         final List<List<MemorySegment>> frames;
 
         final boolean multi;
+        /** The comm's native buffer the header was built in (an inline message), or null. */
+        final MemorySegment pooled;
 
         final CompletableFuture<Void> result = new CompletableFuture<>();
         final List<CompletableFuture<Void>> sends = new ArrayList<>(2);
         /** Its number once its header went, counting from 1. */
         long number;
 
-        Outgoing(MemorySegment header, MemorySegment table, List<List<MemorySegment>> frames, boolean multi) {
+        Outgoing(
+                MemorySegment header,
+                MemorySegment table,
+                List<List<MemorySegment>> frames,
+                boolean multi,
+                MemorySegment pooled) {
             this.header = header;
             this.table = table;
             this.frames = frames;
             this.multi = multi;
+            this.pooled = pooled;
         }
     }
 
@@ -753,21 +763,58 @@ final class UcxComm extends AbstractComm {
     /** The close marker, once asked for while messages still waited for credit (sendLock). */
     private CompletableFuture<Void> closeMarker;
 
+    /** Native buffers for inline messages, {@link #INLINE_LIMIT} bytes each, free for the next one (guarded by itself). */
+    private final ArrayDeque<MemorySegment> inlineBuffers = new ArrayDeque<>();
+    /** Buffers made so far (guarded by {@link #inlineBuffers}). */
+    private int inlineBuffersMade;
+    /** The most inline buffers a comm makes; an inline message beyond them (a burst of writes) is built on the heap. */
+    static final int INLINE_BUFFERS = 4;
+
+    /** A free inline buffer, made on first need; null when all are in flight or the comm is finished. */
+    private MemorySegment takeInlineBuffer() {
+        synchronized (inlineBuffers) {
+            MemorySegment b = inlineBuffers.pollFirst();
+            if (b != null || inlineBuffersMade >= INLINE_BUFFERS || finished) {
+                return b;
+            }
+            inlineBuffersMade++;
+        }
+        try {
+            return headerArena.allocate(INLINE_LIMIT, 64);
+        } catch (IllegalStateException closed) { // finished meanwhile: the send fails as closed
+            return null;
+        }
+    }
+
+    private void giveBackInlineBuffer(MemorySegment b) {
+        if (b != null) {
+            synchronized (inlineBuffers) {
+                inlineBuffers.addFirst(b);
+            }
+        }
+    }
+
     @Override
     protected CompletableFuture<Void> send(Message message, boolean callerWaits) {
         List<Frame> frames = message.frames();
         int n = frames.size();
         long tableEnd = WireFormat.HEADER_BYTES + (long) n * WireFormat.ENTRY_BYTES;
         long payload = message.byteSize();
-        boolean allHost = frames.stream().allMatch(f -> f.kind() == MemoryKind.HOST);
+        boolean allHost = true;
+        for (int i = 0; i < n && allHost; i++) {
+            allHost = frames.get(i).kind() == MemoryKind.HOST;
+        }
         boolean inline = allHost && tableEnd + payload <= INLINE_LIMIT;
         // UCX's iov datatype wants one memory type for all its parts: mixed messages go frame by frame.
         boolean multi = !inline && options.multiBuffer() && allHost;
         int flags = inline ? WireFormat.FLAG_INLINE : multi ? WireFormat.FLAG_MULTI_BUFFER : 0;
         boolean tableApart = !inline && tableEnd > INLINE_LIMIT;
-        // Heap memory: UCX needs native memory, and the endpoint copies heap segments itself.
-        byte[] head = new byte[(int) (tableApart ? WireFormat.HEADER_BYTES : inline ? tableEnd + payload : tableEnd)];
-        MemorySegment hs = MemorySegment.ofArray(head);
+        long headBytes = tableApart ? WireFormat.HEADER_BYTES : inline ? tableEnd + payload : tableEnd;
+        // An inline message is built in one of the comm's native buffers, sent from there as host memory;
+        // otherwise (or when they are all in flight) in heap memory, which the endpoint stages itself.
+        MemorySegment pooled = inline ? takeInlineBuffer() : null;
+        MemorySegment hs =
+                pooled != null ? pooled.asSlice(0, headBytes) : MemorySegment.ofArray(new byte[(int) headBytes]);
         WireFormat.writeHeader(hs, 0, WireFormat.TYPE_MESSAGE, flags, n);
         MemorySegment table = hs;
         long tableAt = WireFormat.HEADER_BYTES;
@@ -800,7 +847,7 @@ final class UcxComm extends AbstractComm {
                 }
             }
         }
-        Outgoing o = new Outgoing(hs, tableApart ? table : null, toSend, multi);
+        Outgoing o = new Outgoing(hs, tableApart ? table : null, toSend, multi, pooled);
         synchronized (sendLock) {
             if (released) {
                 return CompletableFuture.failedFuture(closedError("write to"));
@@ -813,6 +860,8 @@ final class UcxComm extends AbstractComm {
             }
         }
         return o.result.handle((v, err) -> {
+            // An inline message's only send (its header) completed, failed or never went: the buffer is free.
+            giveBackInlineBuffer(o.pooled);
             sent();
             if (err != null) {
                 if (isClosed()) {
@@ -836,7 +885,10 @@ final class UcxComm extends AbstractComm {
     private void sendHeader(Outgoing o) {
         o.number = ++headersSent;
         try {
-            o.sends.add(endpoint.tagSendAsync(o.header, peerTag));
+            o.sends.add(
+                    o.pooled != null
+                            ? endpoint.tagSendAsync(o.header, MemoryKind.HOST, peerTag)
+                            : endpoint.tagSendAsync(o.header, peerTag));
             if (o.table != null) {
                 o.sends.add(endpoint.tagSendAsync(o.table, peerTag));
             }
@@ -887,7 +939,8 @@ final class UcxComm extends AbstractComm {
         while (true) {
             CompletableFuture<TagInfo> f;
             try {
-                f = endpoint.worker().tagRecvAsync(controlBuffer, myTag | UcxRuntime.CONTROL, -1L, endpoint);
+                f = endpoint.worker()
+                        .tagRecvAsync(controlBuffer, MemoryKind.HOST, myTag | UcxRuntime.CONTROL, -1L, endpoint);
             } catch (RuntimeException e) {
                 return; // the endpoint closed: nothing more to send
             }

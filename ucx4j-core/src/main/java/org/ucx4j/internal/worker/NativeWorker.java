@@ -205,10 +205,11 @@ public final class NativeWorker {
             if (op.owner != null && !op.owner.admit(op)) {
                 return;
             }
-            // A heap buffer is staged in malloc'd memory: UCX is told it is host memory, which spares it
-            // the memory-type detection it does per operation where GPU transports are loaded (a cache
-            // lookup under a lock, and on an H200 machine a query of the driver for receive buffers).
-            int known = op.staging != null ? OperationTable.OP_ATTR_FIELD_MEMORY_TYPE : 0;
+            // A heap buffer is staged in malloc'd memory, and a caller may declare a native buffer's kind:
+            // UCX is told the memory type, which spares it the detection it does per operation where GPU
+            // transports are loaded (a cache lookup under a lock, and on an H200 machine a query of the
+            // driver for receive buffers).
+            int known = op.knownMemoryType() >= 0 ? OperationTable.OP_ATTR_FIELD_MEMORY_TYPE : 0;
             MemorySegment p = iov
                     ? operations.iovParam(op, callback, attrs, flags)
                     : operations.param(op, callback, attrs | known, flags);

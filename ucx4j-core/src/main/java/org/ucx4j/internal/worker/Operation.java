@@ -41,6 +41,8 @@ public final class Operation implements Runnable {
     List<MemorySegment> extraStaging;
     /** Where to copy received bytes back to (heap receives), or null. */
     MemorySegment copyBackTo;
+    /** The buffer's {@code ucs_memory_type_t} as the caller declared it, or -1: UCX detects it. */
+    private int declaredMemoryType = -1;
 
     Operation ownerPrev;
     Operation ownerNext;
@@ -67,6 +69,19 @@ public final class Operation implements Runnable {
         this.owner = owner;
         this.length = length;
         this.future = future;
+    }
+
+    /**
+     * Records what memory the operation's buffer is, as its caller knows it: UCX is told instead of
+     * detecting it. Before the operation is started.
+     */
+    public void declareMemory(org.ucx4j.MemoryKind kind) {
+        declaredMemoryType = kind.ucsMemoryType();
+    }
+
+    /** The buffer's memory type UCX is told, or -1: a staged heap buffer is host memory. */
+    int knownMemoryType() {
+        return staging != null ? org.ucx4j.MemoryKind.HOST.ucsMemoryType() : declaredMemoryType;
     }
 
     /** What it is. */

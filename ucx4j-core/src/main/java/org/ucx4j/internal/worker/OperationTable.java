@@ -38,7 +38,7 @@ public final class OperationTable {
     public static final int OP_ATTR_FIELD_FLAGS = 1 << 4;
 
     public static final int OP_ATTR_FIELD_RECV_INFO = 1 << 7;
-    /** {@code UCP_OP_ATTR_FIELD_MEMORY_TYPE}: the data buffer's memory type is given (host, here). */
+    /** {@code UCP_OP_ATTR_FIELD_MEMORY_TYPE}: the data buffer's memory type is given (staged or declared). */
     static final int OP_ATTR_FIELD_MEMORY_TYPE = 1 << 6;
     /** {@code UCP_OP_ATTR_FLAG_NO_IMM_CMPL}: always complete through the callback. */
     public static final int OP_ATTR_FLAG_NO_IMM_CMPL = 1 << 16;
@@ -118,7 +118,7 @@ public final class OperationTable {
         MemorySegment p = param;
         p.set(JAVA_INT, P_OP_ATTR, OP_ATTR_FIELD_CALLBACK | OP_ATTR_FIELD_USER_DATA | extraAttrs);
         if ((extraAttrs & OP_ATTR_FIELD_MEMORY_TYPE) != 0) {
-            p.set(JAVA_INT, P_MEMORY_TYPE, MEMORY_TYPE_HOST);
+            p.set(JAVA_INT, P_MEMORY_TYPE, op.knownMemoryType());
         }
         p.set(JAVA_INT, P_FLAGS, flags);
         p.set(ADDRESS, P_CB, callback);
