@@ -60,6 +60,13 @@ public class CommRoundTripBenchmark {
     @Param({"1024"})
     public int size;
 
+    /**
+     * Whether the comm pair exists (false: only the tag benchmarks can run; a check whether the comm's
+     * presence in the process changes the core's figures).
+     */
+    @Param({"true"})
+    public boolean comm;
+
     private CommContext context;
     private CommListener listener;
     private Comm client;
@@ -74,28 +81,33 @@ public class CommRoundTripBenchmark {
     /** Connects a comm pair and a worker pair; fills the frames. */
     @Setup(Level.Trial)
     public void connect() throws Exception {
+        arena = Arena.ofShared();
+        pair = new WorkerPair(ProgressMode.CALLER, false);
+        out = arena.allocate(size, 64);
+        in = arena.allocate(size, 64);
+        if (!comm) {
+            return;
+        }
         context = CommContext.create();
         CompletableFuture<Comm> accepted = new CompletableFuture<>();
         listener = context.listen(URI.create("ucx://127.0.0.1:0"), accepted::complete, CommOptions.defaults());
         client = context.connect(listener.address(), CommOptions.defaults());
         server = accepted.get(30, TimeUnit.SECONDS);
-        arena = Arena.ofShared();
         MemorySegment a = arena.allocate(size, 64).fill((byte) 1);
         MemorySegment b = arena.allocate(size, 64).fill((byte) 2);
         ping = Message.of(Frame.host(a));
         pong = Message.of(Frame.host(b));
-        pair = new WorkerPair(ProgressMode.CALLER, false);
-        out = arena.allocate(size, 64);
-        in = arena.allocate(size, 64);
     }
 
     /** Closes the comms, the listener, the context, the workers, then the frames' memory. */
     @TearDown(Level.Trial)
     public void close() {
-        client.close();
-        server.close();
-        listener.close();
-        context.close();
+        if (comm) {
+            client.close();
+            server.close();
+            listener.close();
+            context.close();
+        }
         pair.close();
         arena.close();
     }
@@ -103,6 +115,9 @@ public class CommRoundTripBenchmark {
     /** One comm round trip: the client writes, the server reads and answers, the client reads. */
     @Benchmark
     public long commRoundTrip() {
+        if (!comm) {
+            throw new IllegalStateException("comm=false: no comm pair to measure");
+        }
         client.write(ping);
         long n;
         try (Message m = server.read()) {

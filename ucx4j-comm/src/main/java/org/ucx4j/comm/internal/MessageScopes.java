@@ -14,7 +14,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <ul>
  *   <li>messages of at most {@value #SMALL} bytes share 1 MiB slabs: each message's scope
  *       bump-allocates from the current slab and holds a reference to it; a slab's arena closes once
- *       it is full and every message in it was closed;
+ *       it is full (or, at the budget, idle) and every message in it was closed;
  *   <li>messages below {@value #ALONE} bytes share a group arena, up to {@value #GROUP_BYTES} bytes or
  *       {@value #GROUP_MESSAGES} messages a group; it closes as soon as no message in it is open (so
  *       an idle process keeps nothing), which in a stream of messages, received ahead, is seldom:
@@ -64,6 +64,8 @@ final class MessageScopes {
     private long held;
     /** Comms waiting for memory to come back; guarded by {@code this}. */
     private List<Runnable> waiting = new ArrayList<>();
+    /** Whether {@link #waiting} is not empty (read without the lock, by a slab going idle). */
+    private volatile boolean hasWaiters;
     /** The most time between two collection hints while memory does not come back. */
     static final long GC_HINT_MAX_MILLIS = 5000;
     /** The time between two collection hints now; guarded by {@code this}. */
@@ -141,6 +143,7 @@ final class MessageScopes {
             }
             if (retry != null) {
                 waiting.add(retry);
+                hasWaiters = true;
             }
             if (hintScheduled) {
                 return false;
@@ -167,6 +170,7 @@ final class MessageScopes {
             hintIntervalNanos = Math.min(2 * hintIntervalNanos, GC_HINT_MAX_MILLIS * 1_000_000);
             wake = waiting;
             waiting = new ArrayList<>();
+            hasWaiters = false;
         }
         System.gc();
         wake.forEach(CommTimers::elsewhere);
@@ -175,6 +179,20 @@ final class MessageScopes {
     /** The bytes the live arenas hold now. */
     synchronized long held() {
         return held;
+    }
+
+    /** Wakes the comms waiting for memory (on other threads), to try again. */
+    private void wakeWaiters() {
+        List<Runnable> wake;
+        synchronized (this) {
+            if (waiting.isEmpty()) {
+                return;
+            }
+            wake = waiting;
+            waiting = new ArrayList<>();
+            hasWaiters = false;
+        }
+        wake.forEach(CommTimers::elsewhere);
     }
 
     /** An arena closed and gave {@code bytes} back: waiting comms try again. */
@@ -188,6 +206,7 @@ final class MessageScopes {
             }
             wake = waiting;
             waiting = new ArrayList<>();
+            hasWaiters = false;
         }
         // Not on this thread: it may be a user's close() or the cleaner's.
         wake.forEach(CommTimers::elsewhere);
@@ -282,12 +301,16 @@ final class MessageScopes {
 
         void leave() {
             boolean close;
+            boolean idle;
             synchronized (this) {
                 close = --users == 0 && retired;
+                idle = users == 0 && !retired;
             }
             if (close) {
                 arena.close();
                 gaveBack(SLAB);
+            } else if (idle && hasWaiters) {
+                wakeWaiters(); // a refused comm's admit may now retire this idle slab
             }
         }
     }

@@ -43,6 +43,7 @@ import org.ucx4j.comm.Message;
  * pipeline ({@code pipeline}) and the send queues ({@code sendLock}) have locks of their own.
  */
 final class UcxComm extends AbstractComm {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(UcxComm.class);
     /** Header messages up to this size carry their frames inline; the receive buffer for headers. */
     static final int INLINE_LIMIT = 8192;
 
@@ -1258,23 +1259,39 @@ final class UcxComm extends AbstractComm {
         try {
             endpoint.closeAsync(mode).whenComplete((v, e) -> {
                 TcpTransport.closeQuietly(control);
-                finish();
+                // A close UCX did not finish in time (the core's guard) may leave requests that still
+                // read the inline buffers or write the header buffer: their memory is then left alone.
+                finish(!(e != null && Failures.unchecked(e) instanceof UcxTimeoutException));
             });
         } catch (RuntimeException e) {
             TcpTransport.closeQuietly(control);
-            finish();
+            finish(true);
         }
     }
 
-    private void finish() {
-        // The header buffer may be the target of a receive until the endpoint is closed.
+    private void finish(boolean freeBuffers) {
+        // The header buffer may be the target of a receive, and an inline buffer the source of a send,
+        // until the endpoint is closed.
         CommTimers.elsewhere(() -> {
-            headerArena.close();
+            if (freeBuffers) {
+                headerArena.close();
+            } else {
+                LOG.warn(
+                        "{}: UCX did not finish closing the endpoint; its {} header and inline buffers are kept",
+                        this,
+                        INLINE_LIMIT * (1 + inlineBuffersMade()) + WireFormat.CONTROL_BYTES);
+            }
             runtime.releaseTag(myTag);
             runtime.notLingering(this);
             runtime.release();
             finished = true;
         });
+    }
+
+    private int inlineBuffersMade() {
+        synchronized (inlineBuffers) {
+            return inlineBuffersMade;
+        }
     }
 
     long myTag() {
