@@ -181,7 +181,10 @@ final class MessageScopes {
         return held;
     }
 
-    /** Wakes the comms waiting for memory (on other threads), to try again. */
+    /**
+     * Wakes the comms waiting for memory, to try again: on other threads, as this one may be a user's
+     * close() or the cleaner's.
+     */
     private void wakeWaiters() {
         List<Runnable> wake;
         synchronized (this) {
@@ -197,19 +200,11 @@ final class MessageScopes {
 
     /** An arena closed and gave {@code bytes} back: waiting comms try again. */
     private void gaveBack(long bytes) {
-        List<Runnable> wake;
         synchronized (this) {
             held -= bytes;
             hintIntervalNanos = GC_HINT_MILLIS * 1_000_000;
-            if (waiting.isEmpty()) {
-                return;
-            }
-            wake = waiting;
-            waiting = new ArrayList<>();
-            hasWaiters = false;
         }
-        // Not on this thread: it may be a user's close() or the cleaner's.
-        wake.forEach(CommTimers::elsewhere);
+        wakeWaiters();
     }
 
     /** A large message's own arena, counted while open. */
