@@ -267,7 +267,10 @@ final class BenchClient {
                             yield t.ep().putAsync(source, t.key(), 0);
                         }
                         case GET ->
-                            t.ep().getAsync(buffers.of(BenchProtocol.slot(k, n, verifyFirst, verifyLast)), t.key(), 0);
+                            t.ep().getAsync(
+                                            buffers.receiving(BenchProtocol.slot(k, n, verifyFirst, verifyLast), k),
+                                            t.key(),
+                                            0);
                         default ->
                             t.path()
                                     .send(

@@ -157,7 +157,7 @@ final class BenchServer {
             if (inflight.size() == run.window()) {
                 checkLength(worker.await(inflight.poll()), run);
             }
-            MemorySegment target = buffers.of(BenchProtocol.slot(k, n, verifyFirst, verifyLast));
+            MemorySegment target = buffers.receiving(BenchProtocol.slot(k, n, verifyFirst, verifyLast), k);
             inflight.add(path.recv(target, MessagePath.Kind.DATA));
         }
         while (!inflight.isEmpty()) {

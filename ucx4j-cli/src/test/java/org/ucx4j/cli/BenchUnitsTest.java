@@ -3,6 +3,7 @@ package org.ucx4j.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -93,6 +94,29 @@ class BenchUnitsTest {
         assertEquals(BenchProtocol.Slot.BULK, BenchProtocol.slot(5, 10, true, true));
         assertEquals(BenchProtocol.Slot.FIRST, BenchProtocol.slot(0, 1, true, true));
         assertEquals(BenchProtocol.Slot.BULK, BenchProtocol.slot(0, 10, false, true));
+    }
+
+    @Test
+    void bulkReceiveBuffersRotateOnlyWhenTheKnobAsks() {
+        assertEquals(1, Buffers.bulkBuffers(null));
+        assertEquals(1, Buffers.bulkBuffers(" "));
+        assertEquals(16, Buffers.bulkBuffers("16"));
+        for (String bad : new String[] {"0", "-1", "257", "x"}) {
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> Buffers.bulkBuffers(bad), bad);
+            assertTrue(e.getMessage().contains("UCX4J_BENCH_BULK_BUFFERS"), e.getMessage());
+        }
+        java.lang.foreign.MemorySegment f = java.lang.foreign.MemorySegment.ofArray(new byte[1]);
+        java.lang.foreign.MemorySegment l = java.lang.foreign.MemorySegment.ofArray(new byte[1]);
+        java.util.List<java.lang.foreign.MemorySegment> bulks = java.util.List.of(
+                java.lang.foreign.MemorySegment.ofArray(new byte[1]),
+                java.lang.foreign.MemorySegment.ofArray(new byte[1]),
+                java.lang.foreign.MemorySegment.ofArray(new byte[1]));
+        Buffers b = new Buffers(f, l, bulks);
+        assertSame(bulks.get(2), b.receiving(BenchProtocol.Slot.BULK, 5));
+        assertSame(bulks.get(0), b.receiving(BenchProtocol.Slot.BULK, 6));
+        assertSame(f, b.receiving(BenchProtocol.Slot.FIRST, 0));
+        assertSame(bulks.get(0), b.of(BenchProtocol.Slot.BULK), "sends always go from the first");
     }
 
     @Test
