@@ -24,6 +24,7 @@ import org.ucx4j.comm.CommException;
 import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.CommProtocolException;
 import org.ucx4j.comm.Frame;
+import org.ucx4j.comm.FrameAllocator;
 import org.ucx4j.comm.Message;
 
 /**
@@ -595,12 +596,17 @@ final class UcxComm extends AbstractComm {
                         .tagRecvAsync(toReceive, frameTag, -1L, endpoint)
                         .thenAccept(ti -> checkLength(ti, total, "multi-buffer frames"));
             } else {
+                // The default allocator's frames are host memory (it refuses other kinds): UCX is told so
+                // rather than detecting it per frame. Other allocators' memory is left to UCX to detect.
+                boolean host = options.allocator() == FrameAllocator.host();
                 CompletableFuture<?>[] each = new CompletableFuture<?>[toReceive.size()];
                 for (int i = 0; i < each.length; i++) {
-                    long size = toReceive.get(i).byteSize();
+                    MemorySegment frame = toReceive.get(i);
+                    long size = frame.byteSize();
                     int index = i;
-                    each[i] = endpoint.worker()
-                            .tagRecvAsync(toReceive.get(i), frameTag, -1L, endpoint)
+                    each[i] = (host
+                                    ? endpoint.worker().tagRecvAsync(frame, MemoryKind.HOST, frameTag, -1L, endpoint)
+                                    : endpoint.worker().tagRecvAsync(frame, frameTag, -1L, endpoint))
                             .thenAccept(ti -> checkLength(ti, size, "frame " + index));
                 }
                 all = CompletableFuture.allOf(each);
