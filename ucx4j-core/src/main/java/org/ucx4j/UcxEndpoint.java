@@ -112,12 +112,13 @@ public final class UcxEndpoint implements AutoCloseable {
      * @throws IllegalArgumentException when {@code buffer} is heap memory
      */
     public UcxFuture<Void> tagSendAsync(MemorySegment buffer, MemoryKind kind, long tag) {
+        java.util.Objects.requireNonNull(kind, "kind");
         if (!buffer.isNative()) {
             throw new IllegalArgumentException("a declared memory kind is for native buffers (heap is staged)");
         }
         UcxFuture<Void> f = new UcxFuture<>();
         Operation op = f.track(rt, OperationKind.TAG_SEND, lifecycle, buffer.byteSize());
-        op.declareMemory(java.util.Objects.requireNonNull(kind, "kind"));
+        op.declareMemory(kind);
         lifecycle.ensureOpen();
         long src = Buffers.sendAddress(op, buffer);
         long len = buffer.byteSize();

@@ -453,10 +453,10 @@ public final class UcxWorker implements AutoCloseable {
      */
     public UcxFuture<TagInfo> tagRecvAsync(
             MemorySegment buffer, MemoryKind kind, long tag, long mask, UcxEndpoint boundTo) {
+        java.util.Objects.requireNonNull(kind, "kind");
         if (!buffer.isNative()) {
             throw new IllegalArgumentException("a declared memory kind is for native buffers (heap is staged)");
         }
-        java.util.Objects.requireNonNull(kind, "kind");
         checkBinding(boundTo);
         return tagRecv(boundTo, buffer, kind, tag, mask);
     }
