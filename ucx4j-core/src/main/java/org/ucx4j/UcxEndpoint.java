@@ -86,13 +86,7 @@ public final class UcxEndpoint implements AutoCloseable {
      * @return completes when the buffer may be reused
      */
     public UcxFuture<Void> tagSendAsync(MemorySegment buffer, long tag) {
-        UcxFuture<Void> f = new UcxFuture<>();
-        Operation op = f.track(rt, OperationKind.TAG_SEND, lifecycle, buffer.byteSize());
-        lifecycle.ensureOpen();
-        long src = Buffers.sendAddress(op, buffer);
-        long len = buffer.byteSize();
-        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> Ucp.tagSendNbx(handle, src, len, tag, p));
-        return f;
+        return startTagSend(buffer, null, tag);
     }
 
     /**
@@ -116,9 +110,16 @@ public final class UcxEndpoint implements AutoCloseable {
         if (!buffer.isNative()) {
             throw new IllegalArgumentException("a declared memory kind is for native buffers (heap is staged)");
         }
+        return startTagSend(buffer, kind, tag);
+    }
+
+    /** A tag send; {@code kind} null: UCX detects the memory type (or the core stages heap memory). */
+    private UcxFuture<Void> startTagSend(MemorySegment buffer, MemoryKind kind, long tag) {
         UcxFuture<Void> f = new UcxFuture<>();
         Operation op = f.track(rt, OperationKind.TAG_SEND, lifecycle, buffer.byteSize());
-        op.declareMemory(kind);
+        if (kind != null) {
+            op.declareMemory(kind);
+        }
         lifecycle.ensureOpen();
         long src = Buffers.sendAddress(op, buffer);
         long len = buffer.byteSize();

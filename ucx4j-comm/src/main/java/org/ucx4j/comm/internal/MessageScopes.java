@@ -161,19 +161,15 @@ final class MessageScopes {
      * collection, and dropped messages are never reclaimed (see the class comment).
      */
     private void hint() {
-        List<Runnable> wake;
         synchronized (this) {
             hintScheduled = false;
             lastHint = System.nanoTime();
             // Memory held on purpose comes back from no collection: ask less often the longer it stays
             // (up to every GC_HINT_MAX_MILLIS) until some comes back.
             hintIntervalNanos = Math.min(2 * hintIntervalNanos, GC_HINT_MAX_MILLIS * 1_000_000);
-            wake = waiting;
-            waiting = new ArrayList<>();
-            hasWaiters = false;
         }
         System.gc();
-        wake.forEach(CommTimers::elsewhere);
+        wakeWaiters();
     }
 
     /** The bytes the live arenas hold now. */
