@@ -49,6 +49,9 @@ public final class RendezvousServer implements AutoCloseable {
     private final Member[] members;
     private final Map<Integer, byte[][]> rounds = new HashMap<>();
     private final Map<Integer, Integer> roundCounts = new HashMap<>();
+    /** Rounds completed so far (guarded by this): their values go to every member before any failure. */
+    private int roundsCompleted;
+
     private String failure;
     private boolean closed;
 
@@ -258,6 +261,7 @@ public final class RendezvousServer implements AutoCloseable {
                 complete = values;
                 rounds.remove(round);
                 roundCounts.remove(round);
+                roundsCompleted++;
                 to = members.clone();
             }
         }
@@ -271,6 +275,7 @@ public final class RendezvousServer implements AutoCloseable {
     private void leave(Member m, String why) {
         Member[] others;
         String message;
+        int completed;
         synchronized (this) {
             if (failure != null || closed) {
                 m.closeQuietly();
@@ -279,12 +284,14 @@ public final class RendezvousServer implements AutoCloseable {
             message = "rank " + m.rank + " " + why + ": the cluster can no longer run collectives";
             failure = message;
             others = members.clone();
+            completed = roundsCompleted;
         }
         m.closeQuietly();
         for (Member o : others) {
             if (o != null && o != m) {
-                o.send(RendezvousWire.ERROR, message);
-                o.shutdownOutput();
+                // A rank that leaves right after the last round (its result written first) must not
+                // overtake that round's result to the others, still being written by another thread.
+                o.failAfter(message, completed);
             }
         }
     }
@@ -319,7 +326,41 @@ public final class RendezvousServer implements AutoCloseable {
             }
         }
 
+        /** Rounds whose values were written to this worker (guarded by this member). */
+        private int roundsSent;
+        /** The failure to tell once {@link #failAfterRounds} rounds were written, or null. */
+        private String pendingFailure;
+
+        private int failAfterRounds;
+
+        /**
+         * Tells this worker the cluster failed, after the values of the first {@code rounds} rounds (now,
+         * or once the thread writing the last of them has).
+         */
+        synchronized void failAfter(String message, int rounds) {
+            if (roundsSent >= rounds) {
+                send(RendezvousWire.ERROR, message);
+                shutdownOutput();
+            } else {
+                pendingFailure = message;
+                failAfterRounds = rounds;
+            }
+        }
+
         synchronized void sendRound(byte[][] values) {
+            try {
+                writeRound(values);
+            } finally {
+                roundsSent++;
+                if (pendingFailure != null && roundsSent >= failAfterRounds) {
+                    send(RendezvousWire.ERROR, pendingFailure);
+                    shutdownOutput();
+                    pendingFailure = null;
+                }
+            }
+        }
+
+        private void writeRound(byte[][] values) {
             try {
                 out.writeInt(RendezvousWire.OK);
                 out.writeInt(values.length);
