@@ -31,7 +31,8 @@ import org.ucx4j.internal.Ucp;
  * {@code UCS_THREAD_MODE_SERIALIZED}). Whoever holds the lock may call UCX. A thread that submits an
  * operation takes the lock if it is free and nothing is queued, and calls UCX itself (no hand-off, no
  * wake-up); otherwise it queues the task and, if the progress thread sleeps, signals it with
- * {@code ucp_worker_signal}. Tasks queued earlier always run before a caller's inline task, so operations
+ * {@code ucp_worker_signal}. A progress thread holds the lock whenever it is awake, so submissions run
+ * inline while it sleeps and are queued while it polls. Tasks queued earlier always run before a caller's inline task, so operations
  * reach UCX in the order they were submitted. UCX callbacks only run inside UCX calls, so they always run
  * on the lock holder: that is how "inside a callback" is detected, blocking calls there are refused, and
  * operations submitted there wait in the queue until the UCX call that called back has returned (UCX is
@@ -338,6 +339,15 @@ public final class ProgressEngine {
         }
     }
 
+    /**
+     * The progress thread. It holds the lock for as long as it is awake, busy or spinning idle, and lets
+     * it go only to sleep, to yield its core, or when another thread queues on the lock ({@link
+     * #handOverIfWanted}). While it is held, submitters queue their tasks: a submission then costs a read
+     * of the lock word and an append to the queue, lines the spinning thread only reads. (Taken and
+     * released on every idle round, the lock word and its owner field were written twice a round, and
+     * every submitter's first reads of them missed the cache: 40 % of a thread-blocking submitter's time
+     * in the profile of docs/BENCHMARKS.md, "Where thread-blocking's extra time goes".)
+     */
     private void loop() {
         Extensions.onProgressThreadStart();
         long idleSince = 0;
@@ -348,60 +358,117 @@ public final class ProgressEngine {
         // Progress is stamped lazily: at the first clock read of the idle stretch that follows it.
         boolean progressed = false;
         int steps = 0;
-        while (running) {
-            int n;
-            boolean bulk = false;
-            lockForRound();
-            try {
-                n = round();
-                bulk = n == 0 && bulkPolling && bulkInFlight.getAsBoolean();
-            } catch (Throwable t) {
-                LOG.error("ucx4j progress failed", t);
-                n = 0;
-            } finally {
-                lock.unlock();
-            }
-            if (n > 0 || mode == ProgressMode.THREAD_POLLING) {
-                if (idleSince != 0 && !spinSpent) {
-                    spin.caught();
+        lockForRound();
+        try {
+            while (running) {
+                int n;
+                boolean bulk = false;
+                try {
+                    n = round();
+                    bulk = n == 0 && bulkPolling && bulkInFlight.getAsBoolean();
+                } catch (Throwable t) {
+                    LOG.error("ucx4j progress failed", t);
+                    n = 0;
+                }
+                handOverIfWanted();
+                if (n > 0 || mode == ProgressMode.THREAD_POLLING) {
+                    if (idleSince != 0 && !spinSpent) {
+                        spin.caught();
+                    }
+                    idleSince = 0;
+                    spinSpent = false;
+                    if (n == 0) {
+                        pauseHolding(++steps);
+                    } else {
+                        progressed = true;
+                    }
+                    continue;
+                }
+                int step = ++steps;
+                if (idleSince != 0 && (step & (CLOCK_EVERY - 1)) != 0) {
+                    pauseHolding(step); // between clock reads
+                    continue;
+                }
+                long now = System.nanoTime();
+                if (progressed) {
+                    lastProgress = now;
+                    progressed = false;
+                }
+                if (idleSince == 0) {
+                    idleSince = now;
+                }
+                if (!spinSpent) {
+                    if (now - idleSince < spin.budgetNanos()) {
+                        pauseHolding(step);
+                        continue;
+                    }
+                    spinSpent = true;
+                    spin.missed();
+                }
+                if (bulk && now - lastProgress < BULK_SPIN_NANOS) {
+                    pauseHolding(step);
+                    continue;
                 }
                 idleSince = 0;
                 spinSpent = false;
-                if (n == 0) {
-                    AdaptiveSpin.pause(++steps);
-                } else {
-                    progressed = true;
-                }
-                continue;
+                sleepUntilEvent();
             }
-            int step = ++steps;
-            if (idleSince != 0 && (step & (CLOCK_EVERY - 1)) != 0) {
-                AdaptiveSpin.pause(step); // between clock reads
-                continue;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Progress thread, lock holder: one spin step. A step that yields lets the lock go for its length
+     * (a thread that yields its core should not keep others from running their submissions inline: on
+     * a machine of fewer than 8 cores every step yields).
+     */
+    private void pauseHolding(int step) {
+        if (step % AdaptiveSpin.YIELD_EVERY == 0) {
+            lock.unlock();
+            Thread.yield();
+            lockForRound();
+        } else {
+            Thread.onSpinWait();
+        }
+    }
+
+    /**
+     * Progress thread, lock holder: lets the lock go to a thread queued on it ({@link #runLocked}, a
+     * {@link #progressOnce} from a user thread, the destruction) and takes it back after that thread's
+     * turn. Asked every round: it reads the lock's wait queue, which nobody writes while nobody waits.
+     */
+    private void handOverIfWanted() {
+        if (!lock.hasQueuedThreads()) {
+            return;
+        }
+        lock.unlock();
+        // A plain lock() would take the lock back before the woken waiter runs (it is not a fair lock).
+        for (int step = 1; lock.hasQueuedThreads() && running; step++) {
+            AdaptiveSpin.pause(step);
+        }
+        lockForRound();
+    }
+
+    /**
+     * Progress thread, lock holder, with the lock held on return: progresses to zero, arms the worker and
+     * sleeps on its event fd without the lock; returns early when anything arrives or is submitted.
+     */
+    private void sleepUntilEvent() {
+        if (!idleAndArmed()) {
+            return;
+        }
+        armed = true;
+        int timeoutMs = timers.millisUntilNext(MAX_SLEEP_MS);
+        lock.unlock();
+        try {
+            // Dekker with submitters: they offer then read armed; we wrote armed then read the queue.
+            if (queue.isEmpty() && running) {
+                Libc.pollIn(eventFd, timeoutMs);
             }
-            long now = System.nanoTime();
-            if (progressed) {
-                lastProgress = now;
-                progressed = false;
-            }
-            if (idleSince == 0) {
-                idleSince = now;
-            }
-            if (!spinSpent) {
-                if (now - idleSince < spin.budgetNanos()) {
-                    AdaptiveSpin.pause(step);
-                    continue;
-                }
-                spinSpent = true;
-                spin.missed();
-            }
-            if (bulk && now - lastProgress < BULK_SPIN_NANOS) {
-                AdaptiveSpin.pause(step);
-                continue;
-            }
-            idleSince = 0;
-            spinSpent = false;
-            sleepUntilEvent();
+        } finally {
+            armed = false;
+            lockForRound();
         }
     }
 
@@ -418,28 +485,6 @@ public final class ProgressEngine {
             return false;
         }
         return NativeCalls.callInt(() -> Ucp.workerArm(handle)) == UcxStatus.OK.code();
-    }
-
-    /** Arms the worker and sleeps on its event fd; returns early when anything arrives or is submitted. */
-    private void sleepUntilEvent() {
-        int timeoutMs;
-        lock.lock();
-        try {
-            if (!idleAndArmed()) {
-                return;
-            }
-            armed = true;
-            timeoutMs = timers.millisUntilNext(MAX_SLEEP_MS);
-        } finally {
-            lock.unlock();
-        }
-        // Dekker with submitters: they offer then read armed; we wrote armed then read the queue.
-        if (!queue.isEmpty() || !running) {
-            armed = false;
-            return;
-        }
-        Libc.pollIn(eventFd, timeoutMs);
-        armed = false;
     }
 
     /** Blocking wait used by caller-driven workers: progress until done, sleeping on the fd when idle. */
