@@ -137,6 +137,13 @@ final class BenchCommand implements Callable<Integer> {
     private String memory;
 
     @Option(
+            names = "--detect-memory",
+            description = "--op tag: let UCX detect the buffers' memory type on every operation instead of declaring "
+                    + "it (the bench allocated them and declares their kind by default). On a machine with CUDA, "
+                    + "UCX's detection can send a JVM's host buffer down its slow path on every operation.")
+    private boolean detectMemory;
+
+    @Option(
             names = "--gpu",
             paramLabel = "N",
             defaultValue = "0",
@@ -210,7 +217,7 @@ final class BenchCommand implements Callable<Integer> {
             }
             return SpillBench.run(gpu, size, iterations == null ? 5 : iterations, output.json, System.out);
         }
-        BenchMemory.use(kind, gpu, peerGpu == null ? gpu : peerGpu);
+        BenchMemory.use(kind, gpu, peerGpu == null ? gpu : peerGpu, !detectMemory);
         if (allToAll) {
             return allToAll();
         }

@@ -19,16 +19,18 @@ import org.ucx4j.cuda.GpuMemoryPool;
  * any thread.
  */
 final class BenchMemory {
-    private static volatile BenchMemory current = new BenchMemory(MemoryKind.HOST, null, 0);
+    private static volatile BenchMemory current = new BenchMemory(MemoryKind.HOST, null, 0, true);
 
     private final MemoryKind kind;
     private final GpuMemoryPool pool;
     private final int peerGpu;
+    private final boolean declare;
 
-    private BenchMemory(MemoryKind kind, GpuMemoryPool pool, int peerGpu) {
+    private BenchMemory(MemoryKind kind, GpuMemoryPool pool, int peerGpu, boolean declare) {
         this.kind = kind;
         this.pool = pool;
         this.peerGpu = peerGpu;
+        this.declare = declare;
     }
 
     /**
@@ -37,24 +39,30 @@ final class BenchMemory {
      * @param kind host or CUDA
      * @param gpu the CUDA ordinal for CUDA memory
      * @param peerGpu the CUDA ordinal the server this process starts should use
+     * @param declare whether tag operations tell UCX the buffers' kind ({@link #declared})
      * @throws org.ucx4j.cuda.CudaException when CUDA memory is asked for where there is none (the message says why)
      */
-    static void use(MemoryKind kind, int gpu, int peerGpu) {
+    static void use(MemoryKind kind, int gpu, int peerGpu, boolean declare) {
         if (kind == MemoryKind.HOST) {
-            current = new BenchMemory(kind, null, peerGpu);
+            current = new BenchMemory(kind, null, peerGpu, declare);
             return;
         }
         Cuda.ensureAvailable();
         CudaDevice device = Cuda.device(gpu);
         device.makeCurrent();
-        current = new BenchMemory(kind, GpuMemoryPool.create(device, 0, device.totalMemory()), peerGpu);
+        current = new BenchMemory(kind, GpuMemoryPool.create(device, 0, device.totalMemory()), peerGpu, declare);
     }
 
     /** The options that give a server this process starts the same memory (on the peer's GPU). */
     java.util.List<String> peerArgs() {
-        return kind == MemoryKind.HOST
-                ? java.util.List.of()
-                : java.util.List.of("--memory", "cuda", "--gpu", Integer.toString(peerGpu));
+        java.util.List<String> args = new java.util.ArrayList<>();
+        if (kind != MemoryKind.HOST) {
+            args.addAll(java.util.List.of("--memory", "cuda", "--gpu", Integer.toString(peerGpu)));
+        }
+        if (!declare) {
+            args.add("--detect-memory");
+        }
+        return args;
     }
 
     static BenchMemory current() {
@@ -63,6 +71,16 @@ final class BenchMemory {
 
     MemoryKind kind() {
         return kind;
+    }
+
+    /**
+     * The kind tag operations declare to UCX for the buffers of {@link #allocate}, or null when UCX is
+     * to detect it on every operation ({@code --detect-memory}). The bench allocated them, so it knows;
+     * declaring skips UCX's memory-type detection, which on a machine with CUDA can send a JVM's host
+     * buffer down UCX's slow path on every operation (docs/CONFIGURATION.md, "Declare the memory").
+     */
+    MemoryKind declared() {
+        return declare ? kind : null;
     }
 
     /** The pool of GPU memory, for frame and active-message allocators; null for host memory. */

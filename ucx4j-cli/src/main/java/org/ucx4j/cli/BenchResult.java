@@ -53,6 +53,10 @@ record BenchResult(
         m.put("warmup", settings.warmup());
         m.put("window", settings.mode() == BenchMode.LATENCY ? null : settings.window());
         m.put("progress", progress.configName());
+        // Whether UCX was told the buffers' memory kind (tag only; --detect-memory turns it off).
+        m.put(
+                "memory_declared",
+                settings.op() == BenchOp.TAG && BenchMemory.current().declared() != null);
         m.put("latency_us_p50", latency == null ? null : round(latency.oneWayMicros(50), 3));
         m.put("latency_us_p99", latency == null ? null : round(latency.oneWayMicros(99), 3));
         m.put("latency_us_avg", latency == null ? null : round(latency.meanOneWayMicros(), 3));

@@ -48,7 +48,7 @@ sealed interface MessagePath permits TagPath, StreamPath, AmPath {
      */
     static MessagePath of(BenchOp op, UcxEndpoint ep) {
         return switch (op) {
-            case TAG -> new TagPath(ep);
+            case TAG -> new TagPath(ep, BenchMemory.current().declared());
             case STREAM -> new StreamPath(ep);
             case AM -> AmPath.install(ep);
             case PUT, GET -> throw new IllegalArgumentException(op.label() + " is one-sided");

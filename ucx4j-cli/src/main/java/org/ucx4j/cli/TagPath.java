@@ -2,20 +2,29 @@ package org.ucx4j.cli;
 
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.CompletableFuture;
+import org.ucx4j.MemoryKind;
 import org.ucx4j.TagInfo;
 import org.ucx4j.UcxEndpoint;
+import org.ucx4j.UcxWorker;
 
-/** Tag messages: each kind has its own tag, matched on all bits. */
-record TagPath(UcxEndpoint ep) implements MessagePath {
+/**
+ * Tag messages: each kind has its own tag, matched on all bits.
+ *
+ * @param ep the endpoint
+ * @param declared the buffers' memory kind, told to UCX; null to let UCX detect it per operation
+ */
+record TagPath(UcxEndpoint ep, MemoryKind declared) implements MessagePath {
     @Override
     public CompletableFuture<?> send(MemorySegment buffer, Kind kind) {
-        return ep.tagSendAsync(buffer, tag(kind));
+        return declared == null ? ep.tagSendAsync(buffer, tag(kind)) : ep.tagSendAsync(buffer, declared, tag(kind));
     }
 
     @Override
     public CompletableFuture<Long> recv(MemorySegment buffer, Kind kind) {
-        return ep.worker()
-                .tagRecvAsync(buffer, tag(kind), BenchProtocol.ALL_BITS, ep)
+        UcxWorker worker = ep.worker();
+        return (declared == null
+                        ? worker.tagRecvAsync(buffer, tag(kind), BenchProtocol.ALL_BITS, ep)
+                        : worker.tagRecvAsync(buffer, declared, tag(kind), BenchProtocol.ALL_BITS, ep))
                 .thenApply(TagInfo::length);
     }
 

@@ -38,6 +38,14 @@ class BenchChildJvmTest {
         return CliProcess.benchJson(dir, args);
     }
 
+    /** A short bandwidth run of 64 KiB messages (first and last verified over several fragments). */
+    private JsonNode bandwidth64KiB(String op, String... more) throws Exception {
+        java.util.List<String> args = new java.util.ArrayList<>(java.util.List.of(
+                "--op", op, "--mode", "bandwidth", "--size", "64Ki", "--iters", "40", "--warmup-time", "0"));
+        args.addAll(java.util.List.of(more));
+        return bench(args.toArray(String[]::new));
+    }
+
     @ParameterizedTest
     @EnumSource(BenchOp.class)
     void latencyAndBandwidth(BenchOp op) throws Exception {
@@ -50,22 +58,9 @@ class BenchChildJvmTest {
         double p50 = number(lat, "latency_us_p50");
         assertTrue(p50 > 0 && p50 <= number(lat, "latency_us_p99"), lat.toString());
         assertTrue(number(lat, "msg_rate") > 0, lat.toString());
+        assertEquals(op == BenchOp.TAG, lat.path("memory_declared").asBoolean(), lat.toString());
 
-        JsonNode bw = bench(
-                "--op",
-                op.label(),
-                "--mode",
-                "bandwidth",
-                "--size",
-                "64Ki",
-                "--iters",
-                "40",
-                "--window",
-                "4",
-                "--progress",
-                "caller",
-                "--warmup-time",
-                "0");
+        JsonNode bw = bandwidth64KiB(op.label(), "--window", "4", "--progress", "caller");
         assertEquals("bandwidth", string(bw, "mode"));
         assertEquals(65536, number(bw, "size"));
         assertEquals(op.perftestName(BenchMode.BANDWIDTH), string(bw, "perftest"));
@@ -73,5 +68,13 @@ class BenchChildJvmTest {
         assertTrue(number(bw, "bandwidth_mbps") > 0, bw.toString());
         assertTrue(number(bw, "msg_rate") > 0, bw.toString());
         assertNullField(bw, "latency_us_p50");
+    }
+
+    /** {@code --detect-memory}: both sides leave the buffers' kind to UCX, and the run still verifies. */
+    @org.junit.jupiter.api.Test
+    void tagWithMemoryDetectedByUcx() throws Exception {
+        JsonNode bw = bandwidth64KiB("tag", "--detect-memory");
+        assertTrue(bw.has("memory_declared") && !bw.get("memory_declared").asBoolean(), bw.toString());
+        assertTrue(number(bw, "bandwidth_mbps") > 0, bw.toString());
     }
 }

@@ -24,7 +24,6 @@ import org.ucx4j.comm.CommException;
 import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.CommProtocolException;
 import org.ucx4j.comm.Frame;
-import org.ucx4j.comm.FrameAllocator;
 import org.ucx4j.comm.Message;
 
 /**
@@ -492,7 +491,7 @@ final class UcxComm extends AbstractComm {
         boolean complete = inlineAt >= 0 || in.table.total() == 0;
         if (complete) {
             try {
-                in.done.complete(allocate(in, inlineAt, null));
+                in.done.complete(allocate(in, inlineAt, null, null));
             } catch (RuntimeException e) {
                 in.done.completeExceptionally(failedRead(e));
             }
@@ -576,9 +575,10 @@ final class UcxComm extends AbstractComm {
      */
     private void postFrames(Incoming in) {
         List<MemorySegment> toReceive = new ArrayList<>();
+        List<MemoryKind> kinds = new ArrayList<>();
         Message m;
         try {
-            m = allocate(in, -1, toReceive);
+            m = allocate(in, -1, toReceive, kinds);
         } catch (RuntimeException e) {
             // The reader gets this error at this message. Asking for later frames would make the peer send
             // this one's too (the request is cumulative), and the drain would report those instead.
@@ -596,14 +596,15 @@ final class UcxComm extends AbstractComm {
                         .tagRecvAsync(toReceive, frameTag, -1L, endpoint)
                         .thenAccept(ti -> checkLength(ti, total, "multi-buffer frames"));
             } else {
-                // The default allocator's frames are host memory (it refuses other kinds): UCX is told so
-                // rather than detecting it per frame. Other allocators' memory is left to UCX to detect.
-                boolean host = options.allocator() == FrameAllocator.host();
+                // A host frame from the allocator (asked for host memory, it gave host memory) is received
+                // as declared host memory: UCX does not detect it per frame (docs/CONFIGURATION.md, "Declare
+                // the memory"). Other kinds are left to UCX to detect.
                 CompletableFuture<?>[] each = new CompletableFuture<?>[toReceive.size()];
                 for (int i = 0; i < each.length; i++) {
                     MemorySegment frame = toReceive.get(i);
                     long size = frame.byteSize();
                     int index = i;
+                    boolean host = kinds.get(i) == MemoryKind.HOST && frame.isNative();
                     each[i] = (host
                                     ? endpoint.worker().tagRecvAsync(frame, MemoryKind.HOST, frameTag, -1L, endpoint)
                                     : endpoint.worker().tagRecvAsync(frame, frameTag, -1L, endpoint))
@@ -634,7 +635,8 @@ final class UcxComm extends AbstractComm {
      * Allocates a message's frames in a scope of their own and fills the inline ones from the header
      * buffer at {@code inlineAt}; or, with {@code toReceive}, lists the non-empty ones to receive.
      */
-    private Message allocate(Incoming in, long inlineAt, List<MemorySegment> toReceive) {
+    private Message allocate(
+            Incoming in, long inlineAt, List<MemorySegment> toReceive, List<MemoryKind> toReceiveKinds) {
         WireFormat.Header h = in.header;
         WireFormat.Table t = in.table;
         Arena scope = scopes.forMessage(t.total(), h.frameCount());
@@ -661,6 +663,7 @@ final class UcxComm extends AbstractComm {
                     at += t.sizes()[i];
                 } else if (toReceive != null && t.sizes()[i] > 0) {
                     toReceive.add(seg);
+                    toReceiveKinds.add(t.kinds()[i]);
                 }
             }
         } catch (RuntimeException e) {
@@ -727,6 +730,12 @@ final class UcxComm extends AbstractComm {
         final MemorySegment table;
         /** What goes on the frame tag: one single-segment list per frame, or one gathered list ({@code multi}). */
         final List<List<MemorySegment>> frames;
+        /**
+         * Per entry of {@link #frames}: {@link MemoryKind#HOST} for a native host frame, which UCX is told
+         * is host memory instead of detecting it; null to leave it to UCX (other kinds, heap frames, which
+         * the endpoint stages as host memory anyway, and gathered lists).
+         */
+        final List<MemoryKind> declared;
 
         final boolean multi;
         /** The comm's native buffer the header was built in (an inline message), or null. */
@@ -741,11 +750,13 @@ final class UcxComm extends AbstractComm {
                 MemorySegment header,
                 MemorySegment table,
                 List<List<MemorySegment>> frames,
+                List<MemoryKind> declared,
                 boolean multi,
                 MemorySegment pooled) {
             this.header = header;
             this.table = table;
             this.frames = frames;
+            this.declared = declared;
             this.multi = multi;
             this.pooled = pooled;
         }
@@ -831,6 +842,7 @@ final class UcxComm extends AbstractComm {
         }
         WireFormat.writeTable(table, tableAt, frames);
         List<List<MemorySegment>> toSend = new ArrayList<>();
+        List<MemoryKind> declared = new ArrayList<>();
         if (inline) {
             long at = tableEnd;
             for (Frame f : frames) {
@@ -846,15 +858,20 @@ final class UcxComm extends AbstractComm {
             }
             if (!segs.isEmpty()) {
                 toSend.add(segs);
+                declared.add(null);
             }
         } else {
+            // A frame the writer made as host memory is host memory (tcp:// reads it as such too): UCX is
+            // told so instead of detecting it per send. On a machine with CUDA, UCX's detection can take
+            // its slow path on every operation for a buffer a JVM thread malloc'd (docs/CONFIGURATION.md).
             for (Frame f : frames) {
                 if (f.size() > 0) {
                     toSend.add(List.of(f.segment()));
+                    declared.add(f.kind() == MemoryKind.HOST && f.segment().isNative() ? MemoryKind.HOST : null);
                 }
             }
         }
-        Outgoing o = new Outgoing(hs, tableApart ? table : null, toSend, multi, pooled);
+        Outgoing o = new Outgoing(hs, tableApart ? table : null, toSend, declared, multi, pooled);
         synchronized (sendLock) {
             if (released) {
                 return CompletableFuture.failedFuture(closedError("write to"));
@@ -916,8 +933,15 @@ final class UcxComm extends AbstractComm {
     private void sendFrames(Outgoing o) {
         long frameTag = peerTag | UcxRuntime.FRAMES;
         try {
-            for (List<MemorySegment> f : o.frames) {
-                o.sends.add(o.multi ? endpoint.tagSendAsync(f, frameTag) : endpoint.tagSendAsync(f.get(0), frameTag));
+            for (int i = 0; i < o.frames.size(); i++) {
+                List<MemorySegment> f = o.frames.get(i);
+                MemoryKind kind = o.declared.get(i);
+                o.sends.add(
+                        o.multi
+                                ? endpoint.tagSendAsync(f, frameTag)
+                                : kind != null
+                                        ? endpoint.tagSendAsync(f.get(0), kind, frameTag)
+                                        : endpoint.tagSendAsync(f.get(0), frameTag));
             }
         } catch (RuntimeException e) {
             o.result.completeExceptionally(e);
