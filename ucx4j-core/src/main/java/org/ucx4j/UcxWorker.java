@@ -215,13 +215,17 @@ public final class UcxWorker implements AutoCloseable {
     /**
      * Runs one round of progress on the calling thread: queued submissions, due timers and
      * {@code ucp_worker_progress} until it reports nothing more. Required in {@link ProgressMode#CALLER}
-     * mode; harmless (and unnecessary) in the others.
+     * mode. In the threaded modes the progress thread does this, and only it (handlers and continuations
+     * run there): this returns 0 at once and touches nothing.
      *
-     * @return how much happened (0 when idle)
+     * @return how much happened (0 when idle, and always in the threaded modes)
      * @throws IllegalStateException when the worker is closed
      */
     public int progress() {
         ensureOpen();
+        if (options.progressMode() != ProgressMode.CALLER) {
+            return 0;
+        }
         return rt.engine.progressOnce();
     }
 

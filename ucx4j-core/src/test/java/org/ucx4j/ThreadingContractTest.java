@@ -120,6 +120,20 @@ class ThreadingContractTest {
             }
             ran3.get(30, TimeUnit.SECONDS);
             assertEquals(progressThread, viaSubmitter.get(), "continuation while another thread submits");
+
+            // progress() from a user thread runs no round on a threaded worker: the completion due stays
+            // with the progress thread.
+            AtomicReference<String> viaProgress = new AtomicReference<>();
+            UcxFuture<TagInfo> fourth = server.tagRecvAsync(new byte[8], 4, -1L);
+            CompletableFuture<Void> ran4 =
+                    fourth.thenRun(() -> viaProgress.set(Thread.currentThread().getName()));
+            pair.client().tagSendAsync(new byte[8], 4);
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!fourth.isDone() && System.nanoTime() < until) {
+                assertEquals(0, server.progress(), "progress() on a threaded worker");
+            }
+            ran4.get(30, TimeUnit.SECONDS);
+            assertEquals(progressThread, viaProgress.get(), "continuation while another thread calls progress()");
         }
     }
 

@@ -138,9 +138,10 @@ final class BenchCommand implements Callable<Integer> {
 
     @Option(
             names = "--detect-memory",
-            description = "--op tag: let UCX detect the buffers' memory type on every operation instead of declaring "
-                    + "it (the bench allocated them and declares their kind by default). On a machine with CUDA, "
-                    + "UCX's detection can send a JVM's host buffer down its slow path on every operation.")
+            description = "--op tag with host memory: let UCX detect the buffers' memory type on every operation "
+                    + "instead of declaring it (the bench allocated them and declares them host memory by default). On "
+                    + "a machine with CUDA, UCX's detection can send a JVM's host buffer down its slow path on every "
+                    + "operation. GPU buffers are always left to UCX's detection.")
     private boolean detectMemory;
 
     @Option(

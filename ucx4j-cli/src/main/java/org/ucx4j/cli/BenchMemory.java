@@ -75,12 +75,14 @@ final class BenchMemory {
 
     /**
      * The kind tag operations declare to UCX for the buffers of {@link #allocate}, or null when UCX is
-     * to detect it on every operation ({@code --detect-memory}). The bench allocated them, so it knows;
-     * declaring skips UCX's memory-type detection, which on a machine with CUDA can send a JVM's host
-     * buffer down UCX's slow path on every operation (docs/CONFIGURATION.md, "Declare the memory").
+     * to detect it on every operation ({@code --detect-memory}, or GPU memory). The bench allocated its
+     * host buffers, so it knows; declaring skips UCX's memory-type detection, which on a machine with
+     * CUDA can send a JVM's host buffer down UCX's slow path on every operation (docs/CONFIGURATION.md,
+     * "Declare the memory"). GPU memory is left to UCX: its cache knows CUDA allocations (no slow path),
+     * and a declared type would come without the GPU it lives on.
      */
     MemoryKind declared() {
-        return declare ? kind : null;
+        return declare && kind == MemoryKind.HOST ? kind : null;
     }
 
     /** The pool of GPU memory, for frame and active-message allocators; null for host memory. */

@@ -304,8 +304,8 @@ public final class RendezvousServer implements AutoCloseable {
         }
     }
 
-    /** One joined worker: its connection, written under its own lock. */
-    private static final class Member {
+    /** One joined worker: its connection, written under its own lock (package-private for its test). */
+    static final class Member {
         final int rank;
         final Socket socket;
         final DataOutputStream out;

@@ -31,8 +31,9 @@ import org.ucx4j.internal.Ucp;
  * {@code UCS_THREAD_MODE_SERIALIZED}). Whoever holds the lock may call UCX. A thread that submits an
  * operation takes the lock if it is free and nothing is queued, and calls UCX itself (no hand-off, no
  * wake-up); otherwise it queues the task and, if the progress thread sleeps, signals it with
- * {@code ucp_worker_signal}. A progress thread holds the lock whenever it is awake, so submissions run
- * inline while it sleeps and are queued while it polls. Tasks queued earlier always run before a caller's inline task, so operations
+ * {@code ucp_worker_signal}. A progress thread holds the lock whenever it is awake, so in the threaded
+ * modes submissions are queued while it polls, and run inline while it sleeps, after which it is
+ * signalled too (the operation may need progress no event announces). Tasks queued earlier always run before a caller's inline task, so operations
  * reach UCX in the order they were submitted. UCX callbacks only run inside UCX calls, so they always run
  * on the lock holder: that is how "inside a callback" is detected, blocking calls there are refused, and
  * operations submitted there wait in the queue until the UCX call that called back has returned (UCX is
@@ -164,6 +165,7 @@ public final class ProgressEngine {
         } finally {
             lock.unlock();
         }
+        wakeIfArmed(); // what body posted may need progress that no event announces
     }
 
     /**
@@ -414,7 +416,9 @@ public final class ProgressEngine {
                 sleepUntilEvent();
             }
         } finally {
-            lock.unlock();
+            if (lock.isHeldByCurrentThread()) { // a re-lock that threw left it free
+                lock.unlock();
+            }
         }
     }
 
@@ -434,9 +438,12 @@ public final class ProgressEngine {
     }
 
     /**
-     * Progress thread, lock holder: lets the lock go to a thread queued on it ({@link #runLocked}, a
-     * {@link #progressOnce} from a user thread, the destruction) and takes it back after that thread's
+     * Progress thread, lock holder: lets the lock go to a thread queued on it ({@link #runLocked}, the
+     * destruction) and takes it back after that thread's
      * turn. Asked every round: it reads the lock's wait queue, which nobody writes while nobody waits.
+     * The wait for the woken thread is bounded ({@link #LOCK_SPINS} steps): a waiter that gets no core
+     * must not stop progress, on which the threads that hold the cores may be waiting; this thread then
+     * takes the lock back and offers it again after its next round.
      */
     private void handOverIfWanted() {
         if (!lock.hasQueuedThreads()) {
@@ -444,7 +451,7 @@ public final class ProgressEngine {
         }
         lock.unlock();
         // A plain lock() would take the lock back before the woken waiter runs (it is not a fair lock).
-        for (int step = 1; lock.hasQueuedThreads() && running; step++) {
+        for (int step = 1; step <= LOCK_SPINS && lock.hasQueuedThreads() && running; step++) {
             AdaptiveSpin.pause(step);
         }
         lockForRound();
@@ -455,7 +462,12 @@ public final class ProgressEngine {
      * sleeps on its event fd without the lock; returns early when anything arrives or is submitted.
      */
     private void sleepUntilEvent() {
-        if (!idleAndArmed()) {
+        try {
+            if (!idleAndArmed()) {
+                return;
+            }
+        } catch (Throwable t) { // as in the loop: logged, and the thread goes on (it is not idle)
+            LOG.error("ucx4j progress failed", t);
             return;
         }
         armed = true;
