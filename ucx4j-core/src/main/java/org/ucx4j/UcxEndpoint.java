@@ -92,8 +92,9 @@ public final class UcxEndpoint implements AutoCloseable {
     /**
      * Sends a tagged message from native memory whose kind the caller knows. UCX is told the kind instead
      * of detecting it: where its GPU transports are loaded, UCX otherwise looks every native buffer up in
-     * its memory-type cache (and may ask the GPU driver), on every operation. Heap buffers need no
-     * declaration (they are staged in host memory).
+     * its memory-type cache (and may ask the GPU driver), on every operation; a JVM buffer that a thread
+     * malloc'd after UCX started can take the driver path every time (docs/CONFIGURATION.md, "Declare the
+     * memory"). Heap buffers need no declaration (they are staged in host memory).
      *
      * <p>The declaration must be true: UCX copies declared host memory with the CPU and declared CUDA
      * memory with the GPU's copy engines, and a false one makes it read memory the wrong way (a crash,
