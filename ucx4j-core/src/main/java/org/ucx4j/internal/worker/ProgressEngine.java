@@ -29,15 +29,16 @@ import org.ucx4j.internal.Ucp;
  *
  * <p>Why a lock and a queue: UCX is never called concurrently on one worker (it is created
  * {@code UCS_THREAD_MODE_SERIALIZED}). Whoever holds the lock may call UCX. A thread that submits an
- * operation takes the lock if it is free and nothing is queued, and calls UCX itself (no hand-off, no
- * wake-up); otherwise it queues the task and, if the progress thread sleeps, signals it with
+ * operation takes the lock if it is free and nothing is queued, and calls UCX itself (no hand-off);
+ * otherwise it queues the task and, if the progress thread sleeps, signals it with
  * {@code ucp_worker_signal}. A progress thread holds the lock whenever it is awake, so in the threaded
  * modes submissions are queued while it polls, and run inline while it sleeps, after which it is
- * signalled too (the operation may need progress no event announces). Tasks queued earlier always run before a caller's inline task, so operations
- * reach UCX in the order they were submitted. UCX callbacks only run inside UCX calls, so they always run
- * on the lock holder: that is how "inside a callback" is detected, blocking calls there are refused, and
- * operations submitted there wait in the queue until the UCX call that called back has returned (UCX is
- * never re-entered from its own callbacks; the round runs them right after that call).
+ * signalled too (the operation may need progress no event announces). Tasks queued earlier always run
+ * before a caller's inline task, so operations reach UCX in the order they were submitted. UCX
+ * callbacks only run inside UCX calls, so they always run on the lock holder: that is how "inside a
+ * callback" is detected, blocking calls there are refused, and operations submitted there wait in the
+ * queue until the UCX call that called back has returned (UCX is never re-entered from its own
+ * callbacks; the round runs them right after that call).
  *
  * <p>Where user code runs (the threading contract of the public API): handlers, allocators and the
  * continuations of futures run only in progress rounds ({@code round()}: queued tasks, timers,
@@ -439,8 +440,8 @@ public final class ProgressEngine {
 
     /**
      * Progress thread, lock holder: lets the lock go to a thread queued on it ({@link #runLocked}, the
-     * destruction) and takes it back after that thread's
-     * turn. Asked every round: it reads the lock's wait queue, which nobody writes while nobody waits.
+     * destruction) and takes it back after that thread's turn. Asked every round: it reads the lock's
+     * wait queue, which nobody writes while nobody waits.
      * The wait for the woken thread is bounded ({@link #LOCK_SPINS} steps): a waiter that gets no core
      * must not stop progress, on which the threads that hold the cores may be waiting; this thread then
      * takes the lock back and offers it again after its next round.
