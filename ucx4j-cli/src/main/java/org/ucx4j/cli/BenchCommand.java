@@ -141,7 +141,8 @@ final class BenchCommand implements Callable<Integer> {
             description = "--op tag with host memory: let UCX detect the buffers' memory type on every operation "
                     + "instead of declaring it (the bench allocated them and declares them host memory by default). On "
                     + "a machine with CUDA, UCX's detection can send a JVM's host buffer down its slow path on every "
-                    + "operation. GPU buffers are always left to UCX's detection.")
+                    + "operation. GPU buffers are always left to UCX's detection. Applies to this side and the server it "
+                    + "starts; a server started with --server decides for itself.")
     private boolean detectMemory;
 
     @Option(

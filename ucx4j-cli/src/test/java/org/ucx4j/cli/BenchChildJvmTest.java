@@ -70,7 +70,10 @@ class BenchChildJvmTest {
         assertNullField(bw, "latency_us_p50");
     }
 
-    /** {@code --detect-memory}: both sides leave the buffers' kind to UCX, and the run still verifies. */
+    /**
+     * {@code --detect-memory}: the client (whose JSON says so) and the server it starts with the option
+     * leave the buffers' kind to UCX, and the run still verifies.
+     */
     @org.junit.jupiter.api.Test
     void tagWithMemoryDetectedByUcx() throws Exception {
         JsonNode bw = bandwidth64KiB("tag", "--detect-memory");

@@ -29,9 +29,10 @@ public record Frame(MemorySegment segment, MemoryKind kind) {
     }
 
     /**
-     * A host frame over a segment (used in place). The bytes must be host memory, which the CPU can read:
-     * {@code tcp://} reads them itself, and {@code ucx://} tells UCX they are host memory instead of
-     * letting it detect their type on every send (docs/CONFIGURATION.md, "Declare the memory").
+     * A host frame over a segment (used in place). The bytes must be host memory, which the CPU can read
+     * (not GPU or CUDA managed memory): {@code tcp://} reads them itself, and {@code ucx://} tells UCX they
+     * are host memory instead of letting it detect their type on every send (except in a gathered send,
+     * {@code multi-buffer}: docs/CONFIGURATION.md, "Declare the memory").
      *
      * @param segment the bytes
      * @return the frame

@@ -30,7 +30,10 @@ public interface FrameAllocator {
      * @param kind the kind of memory the sender's frame was in
      * @param byteSize the frame's size (0 or more)
      * @param messageScope the arena that owns the message's memory
-     * @return a segment of exactly {@code byteSize} bytes, alive until {@code messageScope} closes
+     * @return a segment of exactly {@code byteSize} bytes, alive until {@code messageScope} closes, in memory
+     *     of {@code kind}: for {@link MemoryKind#HOST}, host memory the CPU can read and write (not GPU or
+     *     CUDA managed memory; {@code tcp://} reads into it itself, and {@code ucx://} tells UCX it is host
+     *     memory)
      * @throws UnsupportedOperationException when this allocator has no memory of that kind
      */
     MemorySegment allocate(MemoryKind kind, long byteSize, Arena messageScope);
