@@ -61,12 +61,22 @@ final class AdaptiveSpin {
     static final int YIELD_EVERY = Runtime.getRuntime().availableProcessors() >= 8 ? 1024 : 1;
 
     /**
+     * Whether step {@code step} of a spin is one that yields the core ({@link #pause}).
+     *
+     * @param step as for {@link #pause}
+     * @return true on every {@link #YIELD_EVERY}th step
+     */
+    static boolean yields(int step) {
+        return step % YIELD_EVERY == 0;
+    }
+
+    /**
      * One step of a bounded spin: a busy pause, or on every {@link #YIELD_EVERY}th step a yield.
      *
      * @param step how many steps this spin has taken so far (any counter that moves by one per step)
      */
     static void pause(int step) {
-        if (step % YIELD_EVERY == 0) {
+        if (yields(step)) {
             Thread.yield();
         } else {
             Thread.onSpinWait();

@@ -429,7 +429,7 @@ public final class ProgressEngine {
      * a machine of fewer than 8 cores every step yields).
      */
     private void pauseHolding(int step) {
-        if (step % AdaptiveSpin.YIELD_EVERY == 0) {
+        if (AdaptiveSpin.yields(step)) {
             lock.unlock();
             Thread.yield();
             lockForRound();
