@@ -35,6 +35,38 @@ public final class NativeResources {
         }
     }
 
+    /**
+     * What the JVM itself has taken from malloc, by Native Memory Tracking ({@code
+     * -XX:NativeMemoryTracking=summary}): {@code [bytes, allocations, bytes of the "Other" category]}
+     * ("Other" holds {@code Arena} and {@code Unsafe} allocations: the Java side's native memory), or
+     * null when tracking is off.
+     */
+    public static long[] jvmMalloc() {
+        String summary;
+        try {
+            summary = (String) java.lang.management.ManagementFactory.getPlatformMBeanServer()
+                    .invoke(
+                            new javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"),
+                            "vmNativeMemory",
+                            new Object[] {new String[] {"summary", "scale=b"}},
+                            new String[] {String[].class.getName()});
+        } catch (javax.management.JMException e) {
+            throw new IllegalStateException(e);
+        }
+        java.util.regex.Matcher total =
+                java.util.regex.Pattern.compile("malloc: (\\d+) #(\\d+)").matcher(summary);
+        if (!total.find()) {
+            return null; // "Native memory tracking is not enabled"
+        }
+        java.util.regex.Matcher other = java.util.regex.Pattern.compile("-\\s+Other \\([^\\n]*\\n\\s+\\(malloc=(\\d+)")
+                .matcher(summary);
+        return new long[] {
+            Long.parseLong(total.group(1)),
+            Long.parseLong(total.group(2)),
+            other.find() ? Long.parseLong(other.group(1)) : 0
+        };
+    }
+
     /** Bytes malloc has handed out and not had back ({@code uordblks + hblkhd} of {@code mallinfo2}). */
     public static long mallocInUse() {
         if (MALLINFO2 == null) {
