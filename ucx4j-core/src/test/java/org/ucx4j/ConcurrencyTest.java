@@ -16,6 +16,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.ucx4j.testing.EchoProtocol;
 import org.ucx4j.testing.PeerMain;
 import org.ucx4j.testsupport.Requirements;
@@ -43,12 +45,19 @@ class ConcurrencyTest {
         }
     }
 
-    @Test
-    void manyPlatformAndVirtualThreadsShareOneWorker() throws Exception {
+    /**
+     * With the default progress mode and in caller mode. In caller mode the waiting threads drive the worker themselves: one holds
+     * the lock while it polls, the others' submissions queue for its rounds, and it hands the lock to a
+     * thread that queued on it.
+     */
+    @ParameterizedTest
+    @EnumSource(names = {"THREAD_BLOCKING", "CALLER"})
+    void manyPlatformAndVirtualThreadsShareOneWorker(ProgressMode mode) throws Exception {
         Requirements.assumeUcx();
         try (RunningJvm server = PeerMain.start(Map.of(), "echo-server");
                 UcxContext ctx = UcxContext.create();
-                UcxWorker worker = ctx.newWorker()) {
+                UcxWorker worker =
+                        ctx.newWorker(WorkerOptions.builder().progressMode(mode).build())) {
             int port = Integer.parseInt(server.awaitLine("PORT", Duration.ofSeconds(30)));
             UcxEndpoint ep = worker.connect("127.0.0.1", port);
             int id = 7;
