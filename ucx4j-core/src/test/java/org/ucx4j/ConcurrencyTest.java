@@ -46,9 +46,8 @@ class ConcurrencyTest {
     }
 
     /**
-     * With the default progress mode and in caller mode. In caller mode the waiting threads drive the worker themselves: one holds
-     * the lock while it polls, the others' submissions queue for its rounds, and it hands the lock to a
-     * thread that queued on it.
+     * With the default progress mode and in caller mode, where the threads in blocking calls drive the
+     * worker themselves, taking turns with its lock.
      */
     @ParameterizedTest
     @EnumSource(names = {"THREAD_BLOCKING", "CALLER"})

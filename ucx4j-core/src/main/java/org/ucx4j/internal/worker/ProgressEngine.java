@@ -31,10 +31,9 @@ import org.ucx4j.internal.Ucp;
  * {@code UCS_THREAD_MODE_SERIALIZED}). Whoever holds the lock may call UCX. A thread that submits an
  * operation takes the lock if it is free and nothing is queued, and calls UCX itself (no hand-off);
  * otherwise it queues the task and, if the progress thread sleeps, signals it with
- * {@code ucp_worker_signal}. A progress thread holds the lock whenever it is awake, and in {@link
- * ProgressMode#CALLER} mode a thread in a blocking wait holds it while it polls, so submissions are
- * queued while the worker is polled, and run inline while it sleeps (a progress thread is then signalled
- * too: the operation may need progress no event announces). Tasks queued earlier always run
+ * {@code ucp_worker_signal}. A progress thread holds the lock whenever it is awake, so in the threaded
+ * modes submissions are queued while it polls, and run inline while it sleeps, after which it is
+ * signalled too (the operation may need progress no event announces). Tasks queued earlier always run
  * before a caller's inline task, so operations reach UCX in the order they were submitted. UCX
  * callbacks only run inside UCX calls, so they always run on the lock holder: that is how "inside a
  * callback" is detected, blocking calls there are refused, and operations submitted there wait in the
@@ -209,7 +208,10 @@ public final class ProgressEngine {
             }
             return;
         }
-        if (queue.isEmpty() && lock.tryLock()) {
+        // The lock is read before it is tried: while the progress thread holds it, a failing
+        // compare-and-set would still take its cache line from that thread, which reads the line every
+        // round (handOverIfWanted).
+        if (queue.isEmpty() && !lock.isLocked() && lock.tryLock()) {
             boolean ran = false;
             try {
                 if (destroyed) {
@@ -425,7 +427,7 @@ public final class ProgressEngine {
     }
 
     /**
-     * Progress thread or a caller-mode wait, lock holder: one spin step. A step that yields lets the lock go for its length
+     * Progress thread, lock holder: one spin step. A step that yields lets the lock go for its length
      * (a thread that yields its core should not keep others from running their submissions inline: on
      * a machine of fewer than 8 cores every step yields).
      */
@@ -440,7 +442,7 @@ public final class ProgressEngine {
     }
 
     /**
-     * Progress thread or a caller-mode wait, lock holder: lets the lock go to a thread queued on it ({@link #runLocked}, another caller-mode wait, the
+     * Progress thread, lock holder: lets the lock go to a thread queued on it ({@link #runLocked}, the
      * destruction) and takes it back after that thread's turn. Asked every round: it reads the lock's
      * wait queue, which nobody writes while nobody waits.
      * The wait for the woken thread is bounded ({@link #LOCK_SPINS} steps): a waiter that gets no core
@@ -453,7 +455,9 @@ public final class ProgressEngine {
         }
         lock.unlock();
         // A plain lock() would take the lock back before the woken waiter runs (it is not a fair lock).
-        for (int step = 1; step <= LOCK_SPINS && lock.hasQueuedThreads() && running; step++) {
+        // Until a queued thread has it: with two or more queued, the queue stays non-empty after the first
+        // takes the lock.
+        for (int step = 1; step <= LOCK_SPINS && !lock.isLocked() && lock.hasQueuedThreads() && running; step++) {
             AdaptiveSpin.pause(step);
         }
         lockForRound();
@@ -501,63 +505,49 @@ public final class ProgressEngine {
         return NativeCalls.callInt(() -> Ucp.workerArm(handle)) == UcxStatus.OK.code();
     }
 
-    /**
-     * Blocking wait used by caller-driven workers: progress until done, sleeping on the fd when idle. Like
-     * the progress thread ({@link #loop}), the waiting thread holds the lock for as long as it polls, and
-     * lets it go only to sleep, to yield its core, or to a thread queued on it ({@link #handOverIfWanted}):
-     * taking and releasing it on every round was a fifth of the wait's time (a compare-and-set and a
-     * releasing store per round, docs/BENCHMARKS.md, "Caller mode keeps its lock while it waits").
-     * Other threads' submissions meanwhile queue for this thread's next round, as they do for a progress
-     * thread; a second waiting thread spins on the lock ({@link #lockForRound}), then queues on it and is
-     * handed it.
-     */
+    /** Blocking wait used by caller-driven workers: progress until done, sleeping on the fd when idle. */
     private void progressUntil(CompletableFuture<?> f, long deadlineNanos) {
         long idleSince = 0;
         int steps = 0;
         // The deadline and the interrupt are checked on one round in CLOCK_EVERY, busy or idle.
         int rounds = 0;
-        lockForRound();
-        try {
-            while (!f.isDone() && !destroyed) {
-                if ((++rounds & (CLOCK_EVERY - 1)) == 0 && givesUp(deadlineNanos)) {
-                    break;
-                }
-                int n = round();
-                handOverIfWanted();
-                if (n > 0) {
-                    idleSince = 0;
-                    continue;
-                }
-                // Counted before its pause: every wait starts at 0, and a pause of step 0 (as of any
-                // multiple of YIELD_EVERY) yields, which would cost each message a system call.
-                int step = ++steps;
-                if (idleSince != 0 && (step & (CLOCK_EVERY - 1)) != 0) {
-                    pauseHolding(step); // between clock reads
-                    continue;
-                }
-                long now = System.nanoTime();
-                if (givesUp(now, deadlineNanos)) {
-                    break;
-                }
-                if (idleSince == 0) {
-                    idleSince = now;
-                }
-                if (now - idleSince < spin.configuredNanos()) {
-                    pauseHolding(step);
-                    continue;
-                }
-                if (idleAndArmed() && !f.isDone()) {
-                    lock.unlock();
-                    try {
-                        Libc.pollIn(eventFd, 1);
-                    } finally {
-                        lockForRound();
-                    }
-                }
-                idleSince = 0;
+        while (!f.isDone() && !destroyed) {
+            if ((++rounds & (CLOCK_EVERY - 1)) == 0 && givesUp(deadlineNanos)) {
+                break;
             }
-        } finally {
-            lock.unlock(); // this wait's own hold (a re-lock always follows each release above)
+            if (progressOnce() > 0) {
+                idleSince = 0;
+                continue;
+            }
+            // Counted before its pause: every wait starts at 0, and a pause of step 0 (as of any multiple
+            // of YIELD_EVERY) yields, which would cost each message a system call.
+            int step = ++steps;
+            if (idleSince != 0 && (step & (CLOCK_EVERY - 1)) != 0) {
+                AdaptiveSpin.pause(step); // between clock reads
+                continue;
+            }
+            long now = System.nanoTime();
+            if (givesUp(now, deadlineNanos)) {
+                break;
+            }
+            if (idleSince == 0) {
+                idleSince = now;
+            }
+            if (now - idleSince < spin.configuredNanos()) {
+                AdaptiveSpin.pause(step);
+                continue;
+            }
+            lock.lock();
+            boolean canSleep;
+            try {
+                canSleep = idleAndArmed();
+            } finally {
+                lock.unlock();
+            }
+            if (canSleep && !f.isDone()) {
+                Libc.pollIn(eventFd, 1);
+            }
+            idleSince = 0;
         }
     }
 
