@@ -8,9 +8,14 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
+import javax.management.JMException;
+import javax.management.ObjectName;
 
 /** Open file descriptors and bytes in use by malloc, for leak checks. */
 public final class NativeResources {
@@ -44,22 +49,22 @@ public final class NativeResources {
     public static long[] jvmMalloc() {
         String summary;
         try {
-            summary = (String) java.lang.management.ManagementFactory.getPlatformMBeanServer()
+            summary = (String) ManagementFactory.getPlatformMBeanServer()
                     .invoke(
-                            new javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"),
+                            new ObjectName("com.sun.management:type=DiagnosticCommand"),
                             "vmNativeMemory",
                             new Object[] {new String[] {"summary", "scale=b"}},
                             new String[] {String[].class.getName()});
-        } catch (javax.management.JMException e) {
+        } catch (JMException e) {
             throw new IllegalStateException(e);
         }
-        java.util.regex.Matcher total =
-                java.util.regex.Pattern.compile("malloc: (\\d+) #(\\d+)").matcher(summary);
+        Matcher total = Pattern.compile("malloc: (\\d+) #(\\d+)").matcher(summary);
         if (!total.find()) {
             return null; // "Native memory tracking is not enabled"
         }
-        java.util.regex.Matcher other = java.util.regex.Pattern.compile("-\\s+Other \\([^\\n]*\\n\\s+\\(malloc=(\\d+)")
-                .matcher(summary);
+        // NMT leaves out categories under 1 KB: no "Other" section reads as 0.
+        Matcher other =
+                Pattern.compile("-\\s+Other \\([^\\n]*\\n\\s+\\(malloc=(\\d+)").matcher(summary);
         return new long[] {
             Long.parseLong(total.group(1)),
             Long.parseLong(total.group(2)),
