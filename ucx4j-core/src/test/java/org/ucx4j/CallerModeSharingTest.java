@@ -1,9 +1,12 @@
 package org.ucx4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
@@ -11,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.ucx4j.testing.Loopback;
 import org.ucx4j.testsupport.Requirements;
 
 /**
@@ -30,10 +34,9 @@ class CallerModeSharingTest {
         try (UcxContext ctx = UcxContext.create();
                 UcxWorker server = ctx.newWorker();
                 UcxWorker client = ctx.newWorker(caller())) {
-            CompletableFuture<UcxEndpoint> accepted = new CompletableFuture<>();
-            UcxListener listener = server.listen(0, accepted::complete);
-            UcxEndpoint ep = client.connect("127.0.0.1", listener.port());
-            UcxEndpoint back = accepted.get(30, TimeUnit.SECONDS);
+            Loopback pair = Loopback.connect(server, client);
+            UcxEndpoint ep = pair.client();
+            UcxEndpoint back = pair.server();
 
             // A thread waits on the client for a message that comes only at the end.
             byte[] late = new byte[8];
@@ -48,7 +51,7 @@ class CallerModeSharingTest {
             byte[] in = new byte[64];
             byte[] echo = new byte[64];
             for (int i = 0; i < 200; i++) {
-                java.util.Arrays.fill(out, (byte) i);
+                Arrays.fill(out, (byte) i);
                 UcxFuture<TagInfo> got = server.tagRecvAsync(echo, 1, -1L);
                 ep.tagSend(out, 1);
                 got.get(30, TimeUnit.SECONDS);
@@ -57,7 +60,7 @@ class CallerModeSharingTest {
                 client.await(reply);
                 assertEquals((byte) i, in[63], "round trip " + i);
             }
-            assertTrue(!lateReceive.isDone(), "the waiting thread's receive completed early");
+            assertFalse(lateReceive.isDone(), "the waiting thread's receive completed early");
             back.tagSend(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}, 99);
             assertEquals(8, lateReceive.get(30, TimeUnit.SECONDS).length());
         }
@@ -69,22 +72,20 @@ class CallerModeSharingTest {
         try (UcxContext ctx = UcxContext.create();
                 UcxWorker server = ctx.newWorker()) {
             UcxWorker client = ctx.newWorker(caller());
-            UcxListener listener = server.listen(0, e -> {});
-            client.connect("127.0.0.1", listener.port());
+            Loopback.connect(server, client);
             CountDownLatch waiting = new CountDownLatch(1);
             CompletableFuture<TagInfo> never = CompletableFuture.supplyAsync(() -> {
                 waiting.countDown();
                 return client.tagRecv(new byte[8], 5, -1L);
             });
             assertTrue(waiting.await(30, TimeUnit.SECONDS));
-            // Let the waiter reach its polling loop (holding the worker), then close from this thread.
+            // Let the waiter post its receive and reach its polling loop, then close from this thread.
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (client.pendingOperations() == 0 && System.nanoTime() < deadline) {
                 Thread.onSpinWait();
             }
             client.close();
-            ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(
-                    ExecutionException.class, () -> never.get(30, TimeUnit.SECONDS));
+            ExecutionException e = assertThrows(ExecutionException.class, () -> never.get(30, TimeUnit.SECONDS));
             assertInstanceOf(UcxException.class, e.getCause(), "the waiting receive fails with the close");
         }
     }

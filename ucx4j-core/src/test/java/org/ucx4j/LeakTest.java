@@ -71,18 +71,18 @@ class LeakTest {
             long t0 = System.nanoTime();
             for (int w = 0; w < WINDOWS; w++) {
                 long mallocBefore = NativeResources.mallocInUse();
-                long[] jvmBefore = tracked ? NativeResources.jvmMalloc() : null;
+                NativeResources.JvmMalloc jvmBefore = tracked ? NativeResources.jvmMalloc() : null;
                 for (int i = 0; i < CYCLES_PER_WINDOW; i++) {
                     cycle.run();
                 }
                 settle(server, client);
                 long grown = NativeResources.mallocInUse() - mallocBefore;
                 if (tracked) {
-                    long[] jvmAfter = NativeResources.jvmMalloc();
+                    NativeResources.JvmMalloc jvmAfter = NativeResources.jvmMalloc();
                     // NMT's header on every block it tracks (16 bytes) is in malloc's count, not in NMT's.
-                    long jvm = jvmAfter[0] - jvmBefore[0] + 16 * (jvmAfter[1] - jvmBefore[1]);
+                    long jvm = jvmAfter.bytes() - jvmBefore.bytes() + 16 * (jvmAfter.blocks() - jvmBefore.blocks());
                     outside[w] = grown - jvm;
-                    javaSide[w] = jvmAfter[2] - jvmBefore[2];
+                    javaSide[w] = jvmAfter.otherBytes() - jvmBefore.otherBytes();
                 } else {
                     outside[w] = grown;
                 }

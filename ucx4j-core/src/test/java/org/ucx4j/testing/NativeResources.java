@@ -41,12 +41,20 @@ public final class NativeResources {
     }
 
     /**
-     * What the JVM itself has taken from malloc, by Native Memory Tracking ({@code
-     * -XX:NativeMemoryTracking=summary}): {@code [bytes, allocations, bytes of the "Other" category]}
-     * ("Other" holds {@code Arena} and {@code Unsafe} allocations: the Java side's native memory), or
-     * null when tracking is off.
+     * What the JVM itself has taken from malloc, by Native Memory Tracking.
+     *
+     * @param bytes the bytes of every block NMT tracks
+     * @param blocks how many blocks (each also carries NMT's 16-byte header, which malloc counts)
+     * @param otherBytes the bytes of NMT's "Other" category: {@code Arena} and {@code Unsafe} allocations,
+     *     the Java side's native memory
      */
-    public static long[] jvmMalloc() {
+    public record JvmMalloc(long bytes, long blocks, long otherBytes) {}
+
+    /**
+     * What the JVM itself has taken from malloc now ({@code -XX:NativeMemoryTracking=summary}), or null
+     * when tracking is off.
+     */
+    public static JvmMalloc jvmMalloc() {
         String summary;
         try {
             summary = (String) ManagementFactory.getPlatformMBeanServer()
@@ -65,11 +73,10 @@ public final class NativeResources {
         // NMT leaves out categories under 1 KB: no "Other" section reads as 0.
         Matcher other =
                 Pattern.compile("-\\s+Other \\([^\\n]*\\n\\s+\\(malloc=(\\d+)").matcher(summary);
-        return new long[] {
-            Long.parseLong(total.group(1)),
-            Long.parseLong(total.group(2)),
-            other.find() ? Long.parseLong(other.group(1)) : 0
-        };
+        return new JvmMalloc(
+                Long.parseLong(total.group(1)),
+                Long.parseLong(total.group(2)),
+                other.find() ? Long.parseLong(other.group(1)) : 0);
     }
 
     /** Bytes malloc has handed out and not had back ({@code uordblks + hblkhd} of {@code mallinfo2}). */
