@@ -2,10 +2,13 @@
 # Spark's shuffle over ucx4j beside Spark's own (Netty), on a real standalone cluster built from Maven's
 # jars (no Spark download): a master, a worker and 2 executors of one core each, all on 127.0.0.1. The
 # job (ShuffleBenchApp: a sort and a group-by over generated 100-byte records, about --size-mb MB of
-# them) runs once per shuffle, alternating, ROUNDS times; both must give identical results. Prints one
+# them) runs once per shuffle, alternating (Netty first in odd rounds, last in even ones), ROUNDS times; both
+# must give identical results. Prints one
 # JSON line per run (shuffle manager, transport, bytes shuffled, bytes Spark read remotely, bytes fetched
-# through ucx4j, job seconds, fetch wait seconds, result digest), then a Markdown table of the medians
-# with the ratios ucx4j / Netty, and writes an HTML page with the chart (--html).
+# through ucx4j, job seconds, fetch wait seconds, result digest, and a timeline of executors and stages),
+# then a Markdown table of the medians with the ratios ucx4j / Netty and one of where the time went per
+# stage, and writes an HTML page with the chart (--html). KEEP_RUN=1 keeps the run's directory (the
+# executors' logs under work/) and says where.
 #
 # spark.shuffle.readHostLocalDisk=false in both runs: the executors share this host, and with host-local
 # reads on they would read each other's files and neither transport would carry anything.
@@ -78,7 +81,7 @@ PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
-    rm -rf "$RUN"
+    if [ -n "${KEEP_RUN:-}" ]; then echo "kept $RUN" >&2; else rm -rf "$RUN"; fi
 }
 trap cleanup EXIT
 
@@ -172,14 +175,26 @@ run() { # LABEL SPARK-SUBMIT-OPTIONS...
 }
 
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $SIZE_MB MB, $PARTITIONS partitions, $ROUNDS round(s)" >&2
-for ((r = 1; r <= ROUNDS; r++)); do
-    run netty
-    if [ -n "${BEFORE_PLUGIN:-}" ]; then
-        run before --jars "$BEFORE_PLUGIN" --conf spark.shuffle.manager=org.ucx4j.spark.UcxShuffleManager \
-            --conf "spark.ucx4j.transport=$TRANSPORT"
-    fi
+run_before() {
+    run before --jars "$BEFORE_PLUGIN" --conf spark.shuffle.manager=org.ucx4j.spark.UcxShuffleManager \
+        --conf "spark.ucx4j.transport=$TRANSPORT"
+}
+run_ucx4j() {
     run ucx4j --jars "$PLUGIN" --conf spark.shuffle.manager=org.ucx4j.spark.UcxShuffleManager \
         --conf "spark.ucx4j.transport=$TRANSPORT" ${UCX4J_CONF[@]+"${UCX4J_CONF[@]}"}
+}
+# Odd rounds run Netty first, even rounds last (ABBA): a machine that speeds up or slows down during the run
+# (a cold page cache at the start: the 2 GiB runs of session 19 went from 33 to 26 s) then favours neither.
+for ((r = 1; r <= ROUNDS; r++)); do
+    if ((r % 2 == 1)); then
+        run netty
+        [ -z "${BEFORE_PLUGIN:-}" ] || run_before
+        run_ucx4j
+    else
+        run_ucx4j
+        [ -z "${BEFORE_PLUGIN:-}" ] || run_before
+        run netty
+    fi
 done
 grep -h "ucx4j shuffle: remote blocks travel" "$RUN"/work/*/*/stderr | sed 's/.*INFO [A-Za-z]*: /executor: /' | sort -u >&2 || true
 # Refusals and retries in the executors' logs (ucx4j's handshake gate, Spark's fetch retries): a run that
@@ -225,6 +240,26 @@ if before:
         f"{n['jobSeconds']:.2f} {b['jobSeconds']:.2f} {u['jobSeconds']:.2f}"
         for n, b, u in zip(by["netty"], before, by["ucx4j"])))
     del by["before"]
+# Where the job's time went (ShuffleBenchApp's "timeline"): per stage, the median of its time from submission
+# to completion, and of its tasks' run and deserialisation time (summed over the stage's tasks), in seconds.
+# Stage 0 is the sort's sampling job: it runs while the executors start (and ucx4j's start overlaps it).
+if all("timeline" in r for r in rows):
+    stage_ids = sorted({s[0] for r in rows for s in r["timeline"]["stages"]})
+    def stage(label, sid, f):
+        vals = [f(s) for r in by[label] for s in r["timeline"]["stages"] if s[0] == sid]
+        return statistics.median(vals) / 1e3 if vals else float("nan")
+    print("\n| stage (medians, s) | Netty: wall | ucx4j: wall | Netty: task run | ucx4j: task run "
+          "| Netty: task deserialise | ucx4j: task deserialise |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for sid in stage_ids:
+        cells = []
+        for f in (lambda s: s[2] - s[1], lambda s: s[5], lambda s: s[6]):
+            cells += [stage("netty", sid, f), stage("ucx4j", sid, f)]
+        print(f"| {sid} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+    first = lambda label: statistics.median(
+        min(int(e.split("@")[1]) for e in r["timeline"]["executors"]) for r in by[label] if r["timeline"]["executors"])
+    print(f"first executor added after the jobs started (median): Netty {first('netty') / 1e3:.2f} s, "
+          f"ucx4j {first('ucx4j') / 1e3:.2f} s")
 print(f"\nresults identical: {results.pop()}")
 
 # The chart: grouped bars, the demo's colours (ucx4j blue, the other transport orange).

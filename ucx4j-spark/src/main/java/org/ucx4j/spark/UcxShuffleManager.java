@@ -180,6 +180,7 @@ public final class UcxShuffleManager extends SortShuffleManager {
     }
 
     private Executor start() {
+        long began = System.nanoTime();
         SparkEnv env = SparkEnv.get();
         String secret = conf.getBoolean("spark.authenticate", false)
                 ? env.securityManager().getSecretKey()
@@ -195,7 +196,10 @@ public final class UcxShuffleManager extends SortShuffleManager {
             server = new ShuffleBlockServer(context, host, settings, shuffleBlockResolver());
             ExecutorAddressRegistry.Client lookups = new ExecutorAddressRegistry.Client(conf, env.rpcEnv());
             lookups.register(env.executorId(), server.address());
-            LOG.info("{}", settings.describe(server.address().toString()));
+            LOG.info(
+                    "{} (started in {} ms)",
+                    settings.describe(server.address().toString()),
+                    (System.nanoTime() - began) / 1_000_000);
             if (conf.getBoolean("spark.shuffle.readHostLocalDisk", true)) {
                 LOG.info("ucx4j shuffle: spark.shuffle.readHostLocalDisk is on, so blocks of executors on this"
                         + " host are read from their files, not fetched over ucx4j");

@@ -1,8 +1,10 @@
 package org.ucx4j.spark;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.SparkConf;
@@ -10,7 +12,10 @@ import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerExecutorAdded;
+import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.scheduler.StageInfo;
 import scala.Tuple2;
 
 /**
@@ -18,9 +23,10 @@ import scala.Tuple2;
  * bench/spark-shuffle.sh and by {@code PluginJarIT}: a sort and a group-by over generated records of
  * 100-byte values, about {@code --size-mb} MB of them. It prints one JSON line: the shuffle manager, bytes
  * written to the shuffle, bytes Spark read remotely, bytes our client fetched through ucx4j (0 with Spark's
- * own shuffle), job seconds, fetch wait seconds and a digest of the results, so that two runs with
- * different shuffles can be compared. It depends on nothing but Spark and, when it is the shuffle manager,
- * ucx4j-spark.
+ * own shuffle), job seconds, fetch wait seconds, a digest of the results (so that two runs with
+ * different shuffles can be compared) and a timeline: when executors joined, and per stage its times and its
+ * tasks' summed metrics ({@link Metrics#timeline()}). It depends on nothing but Spark and, when it is the
+ * shuffle manager, ucx4j-spark.
  */
 public final class ShuffleBenchApp {
     private ShuffleBenchApp() {}
@@ -46,6 +52,7 @@ public final class ShuffleBenchApp {
         long records = sizeMb * 1_000_000L / 110;
         Metrics metrics = new Metrics();
         try (JavaSparkContext sc = new JavaSparkContext(new SparkConf().setAppName("ucx4j shuffle bench"))) {
+            metrics.startMillis = System.currentTimeMillis();
             sc.sc().addSparkListener(metrics);
             long start = System.nanoTime();
             String sort = sort(sc, records, partitions);
@@ -59,7 +66,7 @@ public final class ShuffleBenchApp {
                     Locale.ROOT,
                     "{\"label\":\"%s\",\"shuffleManager\":\"%s\",\"transport\":\"%s\",\"records\":%d,"
                             + "\"bytesShuffled\":%d,\"remoteBytesRead\":%d,\"bytesFetchedViaUcx4j\":%d,"
-                            + "\"jobSeconds\":%.3f,\"fetchWaitSeconds\":%.3f,\"result\":\"%s %s\"}%n",
+                            + "\"jobSeconds\":%.3f,\"fetchWaitSeconds\":%.3f,\"result\":\"%s %s\",\"timeline\":%s}%n",
                     label,
                     manager,
                     ours ? sc.getConf().get("spark.ucx4j.transport", "ucx") : "netty",
@@ -70,7 +77,8 @@ public final class ShuffleBenchApp {
                     seconds,
                     metrics.fetchWaitMs.get() / 1e3,
                     sort,
-                    group);
+                    group,
+                    metrics.timeline());
         }
     }
 
@@ -155,10 +163,67 @@ public final class ShuffleBenchApp {
         final AtomicLong bytesWritten = new AtomicLong();
         final AtomicLong remoteBytesRead = new AtomicLong();
         final AtomicLong fetchWaitMs = new AtomicLong();
+        /** When the jobs started (epoch ms): set before the listener is added. */
+        volatile long startMillis;
+
+        private final List<String> executors = new ArrayList<>();
+        private final List<String> stages = new ArrayList<>();
+        /**
+         * Per stage id: {@code [tasks, run ms, deserialisation ms, first launch (epoch ms), CPU ms, GC ms,
+         * fetch wait ms]}, the times summed over the stage's tasks.
+         */
+        private final Map<Integer, long[]> tasks = new HashMap<>();
 
         @Override
-        public void onTaskEnd(SparkListenerTaskEnd end) {
+        public synchronized void onExecutorAdded(SparkListenerExecutorAdded added) {
+            executors.add("\"" + added.executorId() + "@" + (added.time() - startMillis) + "\"");
+        }
+
+        @Override
+        public synchronized void onStageCompleted(SparkListenerStageCompleted completed) {
+            StageInfo info = completed.stageInfo();
+            long[] t = tasks.getOrDefault(info.stageId(), new long[] {0, 0, 0, Long.MAX_VALUE, 0, 0, 0});
+            long submitted = info.submissionTime().isDefined()
+                    ? (Long) info.submissionTime().get()
+                    : -1;
+            long done = info.completionTime().isDefined()
+                    ? (Long) info.completionTime().get()
+                    : -1;
+            stages.add(String.format(
+                    Locale.ROOT,
+                    "[%d,%d,%d,%d,%d,%d,%d,%d,%d,%d]",
+                    info.stageId(),
+                    submitted - startMillis,
+                    done - startMillis,
+                    t[3] == Long.MAX_VALUE ? -1 : t[3] - startMillis,
+                    t[0],
+                    t[1],
+                    t[2],
+                    t[4],
+                    t[5],
+                    t[6]));
+        }
+
+        /**
+         * Where the job's time went, as JSON: executors added ("id@ms") and stages as {@code [id, submitted,
+         * completed, first task launched (ms after the jobs started), tasks, their run ms, their
+         * deserialisation ms, their CPU ms, their GC ms, their fetch wait ms]}.
+         */
+        synchronized String timeline() {
+            return "{\"executors\":" + executors + ",\"stages\":" + stages + "}";
+        }
+
+        @Override
+        public synchronized void onTaskEnd(SparkListenerTaskEnd end) {
+            long[] t = tasks.computeIfAbsent(end.stageId(), id -> new long[] {0, 0, 0, Long.MAX_VALUE, 0, 0, 0});
+            t[0]++;
+            t[3] = Math.min(t[3], end.taskInfo().launchTime());
             if (end.taskMetrics() != null) {
+                t[1] += end.taskMetrics().executorRunTime();
+                t[2] += end.taskMetrics().executorDeserializeTime();
+                t[4] += end.taskMetrics().executorCpuTime() / 1_000_000;
+                t[5] += end.taskMetrics().jvmGCTime();
+                t[6] += end.taskMetrics().shuffleReadMetrics().fetchWaitTime();
                 bytesWritten.addAndGet(end.taskMetrics().shuffleWriteMetrics().bytesWritten());
                 remoteBytesRead.addAndGet(end.taskMetrics().shuffleReadMetrics().remoteBytesRead());
                 fetchWaitMs.addAndGet(end.taskMetrics().shuffleReadMetrics().fetchWaitTime());
