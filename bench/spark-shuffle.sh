@@ -243,6 +243,7 @@ if before:
 # Where the job's time went (ShuffleBenchApp's "timeline"): per stage, the median of its time from submission
 # to completion, and of its tasks' run and deserialisation time (summed over the stage's tasks), in seconds.
 # Stage 0 is the sort's sampling job: it runs while the executors start (and ucx4j's start overlaps it).
+stage_ids = []
 if all("timeline" in r for r in rows):
     stage_ids = sorted({s[0] for r in rows for s in r["timeline"]["stages"]})
     def stage(label, sid, f):
@@ -279,6 +280,28 @@ for i, (name, key) in enumerate(metrics):
         svg.append(f'<rect x="{left}" y="{yy}" width="{bw:.1f}" height="{bar}" fill="{colour}"/>')
         svg.append(f'<text x="{left + bw + 6:.1f}" y="{yy + bar - 9}">{label} {v:.2f} s</text>')
 svg.append('</svg>')
+# A second chart, where the timeline exists: each stage's wall time (submission to completion), medians.
+stage_svg = []
+if stage_ids:
+    sh = top + len(stage_ids) * 72
+    speak = max(stage(l, sid, lambda s: s[2] - s[1]) for l in ("netty", "ucx4j") for sid in stage_ids) or 1
+    stage_svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{sh}" role="img" '
+                 f'aria-label="Spark shuffle: seconds per stage" font-family="sans-serif" font-size="12">',
+                 f'<text x="{w // 2}" y="24" text-anchor="middle" font-size="16" font-weight="bold">'
+                 f'Seconds per stage, submission to completion (lower is better)</text>']
+    names = {0: "0: sort's sampling", 1: "1: sort, map", 2: "2: sort, reduce", 3: "3: group-by, map",
+             4: "4: group-by, reduce"}
+    for i, sid in enumerate(stage_ids):
+        y = top + i * 72
+        stage_svg.append(f'<text x="{left - 8}" y="{y + 24}" text-anchor="end">'
+                         f'{html.escape(names.get(sid, str(sid)))}</text>')
+        for j, (label, colour) in enumerate((("ucx4j", "#1f77b4"), ("netty", "#ff7f0e"))):
+            v = stage(label, sid, lambda s: s[2] - s[1])
+            bw = (w - left - 90) * v / speak
+            yy = y + j * 26
+            stage_svg.append(f'<rect x="{left}" y="{yy}" width="{bw:.1f}" height="22" fill="{colour}"/>')
+            stage_svg.append(f'<text x="{left + bw + 6:.1f}" y="{yy + 15}">{label} {v:.2f} s</text>')
+    stage_svg.append('</svg>')
 table = "".join(
     f"<tr><td>{html.escape(n)}</td><td class=n>{med('netty', k):.2f}</td><td class=n>{med('ucx4j', k):.2f}</td>"
     f"<td class=n>{med('ucx4j', k) / med('netty', k) if med('netty', k) else float('nan'):.2f}</td></tr>"
@@ -297,6 +320,8 @@ figure{{margin:1.5em 0}}code{{background:#f4f4f4;padding:0 3px}}
 sort and group-by; {len(by['netty'])} round(s), medians. Machine: {html.escape(machine)}, {cores} cores.
 Results identical in every run; bytes fetched through ucx4j: {med('ucx4j', 'bytesFetchedViaUcx4j'):,.0f}.</p>
 <figure>{''.join(svg)}</figure>
+{('<figure>' + ''.join(stage_svg) + '</figure><p>Stage 0 runs while the executors start (ucx4j starts in the '
+  'background there); the reduce stages are where the shuffle fetches.</p>') if stage_svg else ''}
 <table><tr><th>seconds</th><th>Netty</th><th>ucx4j</th><th>ucx4j / Netty</th></tr>{table}</table>
 <p>Command: <code>bench/spark-shuffle.sh --size-mb {html.escape(size_mb)}</code></p>
 <p>Raw runs:</p><pre>{html.escape(chr(10).join(json.dumps(r) for r in rows))}</pre>
