@@ -29,6 +29,11 @@ final class BlockFetchProtocol {
     static final byte VERSION = 1;
     /** Most block ids one request may carry (Spark's requests hold far fewer). */
     static final int MAX_BLOCKS = 65_536;
+    /**
+     * The largest request frame a server reads: {@link #MAX_BLOCKS} ids of up to 126 bytes each (Spark's
+     * shuffle block ids are under 64). A larger frame is not decoded: it would only cost the server's heap.
+     */
+    static final long MAX_REQUEST_BYTES = 8L << 20;
 
     static final byte OK = 0;
     static final byte ERROR = 1;

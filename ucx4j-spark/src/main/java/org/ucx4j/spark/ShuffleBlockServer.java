@@ -11,10 +11,15 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
 import org.apache.spark.network.buffer.FileSegmentManagedBuffer;
@@ -44,8 +49,17 @@ import scala.Option;
  * alone), and only then reads the blocks: a range of at least {@link #MAP_AT_LEAST} bytes is mapped and
  * sent as it is (no copy in the JVM; over {@code ucx://} UCX reads the mapped pages, over {@code tcp://}
  * they go from the page cache to the socket), a smaller one is copied into the heap. A block that cannot
- * be served (unknown, deleted, not a shuffle block) gets an error entry with a short reason (details stay
- * in this executor's log) that the client turns into a fetch failure; nothing is dropped silently.
+ * be served (unknown, deleted, not a shuffle block, a range the index gives as negative, an id asked for
+ * twice in one request) gets an error entry with a short reason (details stay in this executor's log, one
+ * line per request at most, and at most one such line a second) that the client turns into a fetch
+ * failure; nothing is dropped silently.
+ *
+ * <p>Bounds a hostile client cannot lift: a request frame is read only up to {@link
+ * BlockFetchProtocol#MAX_REQUEST_BYTES}; a reply copies at most {@code maxBytesInFlight} bytes into the heap
+ * (beyond that, in the one reply larger than the bound, small blocks are mapped too) and maps at most
+ * {@link #MAX_MAPS_PER_REPLY} ranges; a reply the peer does not take within {@code
+ * spark.ucx4j.shuffle.timeout} aborts its connection, which gives its share of {@code maxBytesInFlight}
+ * back, and a request that finds no room within that time aborts its own.
  *
  * <p>Connections: one peer (its host and the identity it announced in the handshake; with
  * {@code spark.authenticate} only holders of Spark's secret get this far) holds at most
@@ -69,6 +83,15 @@ final class ShuffleBlockServer implements AutoCloseable {
      */
     static final long MAP_AT_LEAST = 1 << 20;
 
+    /**
+     * The most ranges one reply maps. Only the one reply larger than {@code maxBytesInFlight} (which goes
+     * alone) can come near it, so the process stays far below Linux's {@code vm.max_map_count} (65,530).
+     */
+    static final int MAX_MAPS_PER_REPLY = 16_384;
+
+    /** Refusal lines in the log: at most one a second ({@link #logRefusals}). */
+    private static final long REFUSAL_LOG_NANOS = TimeUnit.SECONDS.toNanos(1);
+
     /** Where replies' completions run: never the transport's progress thread. */
     private static final Executor REPLY_DONE =
             task -> Thread.ofVirtual().name("ucx4j-shuffle-reply-done").start(task);
@@ -82,6 +105,12 @@ final class ShuffleBlockServer implements AutoCloseable {
     private final AtomicLong bytesServed = new AtomicLong();
     private final int maxPerPeer;
     private final Duration idleClose;
+    /** How long a reply may take to be written, and a request to find room ({@code spark.ucx4j.shuffle.timeout}). */
+    private final Duration replyTimeout;
+    /** When the next refusal line may be logged (nanoTime). */
+    private final AtomicLong nextRefusalLog = new AtomicLong(System.nanoTime());
+    /** Refused blocks not in the log since its last refusal line. */
+    private final AtomicLong refusalsNotLogged = new AtomicLong();
     /** Open connections by peer; guarded by itself. */
     private final Map<String, List<Served>> byPeer = new HashMap<>();
 
@@ -97,6 +126,7 @@ final class ShuffleBlockServer implements AutoCloseable {
         this.bytesInFlight = new Semaphore(permitsTotal, true);
         this.maxPerPeer = settings.maxConnectionsPerPeer();
         this.idleClose = settings.idleTimeout().multipliedBy(2);
+        this.replyTimeout = settings.fetchTimeout();
         URI address = URI.create(settings.scheme() + "://" + hostForUri(host) + ":0");
         this.listener = context.listen(address, this::serve, settings.options());
     }
@@ -205,6 +235,15 @@ final class ShuffleBlockServer implements AutoCloseable {
                                 m.frameCount());
                         return;
                     }
+                    if (m.byteSize() > BlockFetchProtocol.MAX_REQUEST_BYTES) {
+                        LOG.warn(
+                                "ucx4j shuffle: a request from {} has {} bytes, more than a request may ({}):"
+                                        + " closing",
+                                comm.peerAddress(),
+                                m.byteSize(),
+                                BlockFetchProtocol.MAX_REQUEST_BYTES);
+                        return;
+                    }
                     request = m.frame(0).toByteArray();
                 }
                 serveRequest(comm, served, BlockFetchProtocol.decodeRequest(request));
@@ -264,17 +303,27 @@ final class ShuffleBlockServer implements AutoCloseable {
         // that will go, so requests waiting for permits hold nothing but their list.
         List<BlockFetchProtocol.Entry> entries = new ArrayList<>(ids.size());
         List<FileSegmentManagedBuffer> blocks = new ArrayList<>(ids.size());
+        Refusals refused = new Refusals();
+        Set<String> asked = new HashSet<>();
         long total = 0;
         for (String id : ids) {
             try {
+                if (!asked.add(id)) {
+                    throw new BadRequestException("asked for twice in one request");
+                }
                 FileSegmentManagedBuffer block = resolve(id);
+                if (block.getOffset() < 0 || block.getLength() < 0) {
+                    // Spark's resolver gives a batch id whose start is after its end a negative length.
+                    throw new BadRequestException("the index gives it a negative range");
+                }
+                // Lengths are not negative, and the index is this executor's own: the sum cannot overflow.
+                total += block.getLength();
                 entries.add(new BlockFetchProtocol.Entry(BlockFetchProtocol.OK, block.getLength(), null));
                 blocks.add(block);
-                total += block.getLength();
             } catch (Exception e) {
                 // Exception, not only RuntimeException: Spark's BlockId.apply throws UnrecognizedBlockId, a
                 // SparkException (checked, undeclared from Scala), for an id it cannot parse.
-                entries.add(refusal(comm, id, e));
+                entries.add(refused.add(id, e));
                 blocks.add(null);
             }
         }
@@ -283,10 +332,19 @@ final class ShuffleBlockServer implements AutoCloseable {
             total = 0;
         }
         int permits = (int) Math.min(permitsTotal, Math.max(1, (total + bytesPerPermit - 1) / bytesPerPermit));
-        bytesInFlight.acquireUninterruptibly(permits);
+        if (!acquire(permits)) {
+            served.busy = false;
+            logRefusals(comm, refused);
+            throw new IllegalStateException("no room to send a reply of " + total + " bytes within " + replyTimeout
+                    + ": the replies in flight hold all of " + ShuffleTransportSettings.SERVER_MAX_BYTES_IN_FLIGHT);
+        }
         List<Frame> frames = new ArrayList<>(ids.size() + 1);
         frames.add(null);
         Arena maps = null;
+        int mapped = 0;
+        // Heap copies stay within the bound on bytes in flight even in the one reply larger than it (which
+        // goes alone): past it, small blocks are mapped as well.
+        long copyBudget = (long) permitsTotal * bytesPerPermit;
         boolean sent = false;
         try {
             for (int i = 0; i < blocks.size(); i++) {
@@ -295,16 +353,22 @@ final class ShuffleBlockServer implements AutoCloseable {
                     continue;
                 }
                 try {
-                    if (block.getLength() >= MAP_AT_LEAST) {
+                    if (block.getLength() >= MAP_AT_LEAST || block.getLength() > copyBudget) {
+                        if (mapped == MAX_MAPS_PER_REPLY) {
+                            throw new BadRequestException(
+                                    "more than " + MAX_MAPS_PER_REPLY + " blocks to map in one reply");
+                        }
                         if (maps == null) {
                             maps = Arena.ofShared();
                         }
                         frames.add(Frame.host(map(block, maps)));
+                        mapped++;
                     } else {
                         frames.add(Frame.of(copy(block)));
+                        copyBudget -= block.getLength();
                     }
                 } catch (IOException | RuntimeException e) {
-                    entries.set(i, refusal(comm, ids.get(i), e));
+                    entries.set(i, refused.add(ids.get(i), e));
                     total -= block.getLength();
                 }
             }
@@ -312,32 +376,44 @@ final class ShuffleBlockServer implements AutoCloseable {
                 frames.subList(1, frames.size()).clear();
                 total = 0;
             }
+            logRefusals(comm, refused);
             frames.set(0, Frame.of(BlockFetchProtocol.encodeReply(entries)));
             int held = permits;
             long bytes = total;
             Arena toClose = maps;
             // Completion runs off the transport's progress thread: closing a shared arena is a handshake
             // with every thread, which that thread must not wait for.
-            comm.writeAsync(Message.of(frames))
-                    .whenCompleteAsync(
-                            (ok, failure) -> {
-                                bytesInFlight.release(held);
-                                served.busy = false;
-                                if (toClose != null) {
-                                    toClose.close();
-                                }
-                                if (failure == null) {
-                                    bytesServed.addAndGet(bytes);
-                                } else {
-                                    // The peer waits for this reply: drop the connection so its fetch fails now.
-                                    LOG.warn(
-                                            "ucx4j shuffle: a reply to {} failed: {}",
-                                            comm.peerAddress(),
-                                            failure.toString());
-                                    comm.abort();
-                                }
-                            },
-                            REPLY_DONE);
+            CompletableFuture<Void> write = comm.writeAsync(Message.of(frames));
+            write.whenCompleteAsync(
+                    (ok, failure) -> {
+                        bytesInFlight.release(held);
+                        served.busy = false;
+                        if (toClose != null) {
+                            toClose.close();
+                        }
+                        if (failure == null) {
+                            bytesServed.addAndGet(bytes);
+                        } else {
+                            // The peer waits for this reply: drop the connection so its fetch fails now.
+                            LOG.warn("ucx4j shuffle: a reply to {} failed: {}", comm.peerAddress(), failure.toString());
+                            comm.abort();
+                        }
+                    },
+                    REPLY_DONE);
+            // A peer that stops taking its reply would keep these permits (and the maps) for as long as its
+            // connection lives, while every other peer's requests wait for permits. Past the timeout the
+            // connection is aborted: that fails the write once the transport let go of its frames, and the
+            // completion above gives everything back.
+            write.copy().orTimeout(nanos(replyTimeout), TimeUnit.NANOSECONDS).whenComplete((ok, failure) -> {
+                if (failure instanceof TimeoutException && !write.isDone()) {
+                    LOG.warn(
+                            "ucx4j shuffle: {} did not take a reply of {} bytes within {}: aborting the connection",
+                            comm.peerAddress(),
+                            bytes,
+                            replyTimeout);
+                    comm.abort();
+                }
+            });
             sent = true;
         } finally {
             if (!sent) {
@@ -350,13 +426,86 @@ final class ShuffleBlockServer implements AutoCloseable {
         }
     }
 
-    /** An error entry with a short reason for the client; the details (paths on this host) go to our log. */
-    private static BlockFetchProtocol.Entry refusal(Comm comm, String id, Exception e) {
-        String reason = e instanceof NotAShuffleBlockException
-                ? "not a shuffle block"
-                : "could not be read on the serving executor (see its log)";
-        LOG.warn("ucx4j shuffle: block {} asked for by {}: {}", id, comm.peerAddress(), e.toString());
-        return new BlockFetchProtocol.Entry(BlockFetchProtocol.ERROR, 0, "block " + id + ": " + reason);
+    /** Takes {@code permits} of the bytes in flight, waiting at most the reply timeout. */
+    private boolean acquire(int permits) {
+        try {
+            return bytesInFlight.tryAcquire(permits, nanos(replyTimeout), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** {@code d} in nanoseconds, or {@link Long#MAX_VALUE} when it does not fit (about 292 years). */
+    private static long nanos(Duration d) {
+        try {
+            return d.toNanos();
+        } catch (ArithmeticException e) {
+            return Long.MAX_VALUE;
+        }
+    }
+
+    /** The blocks of one request that could not be served, for one log line. */
+    private static final class Refusals {
+        int count;
+        String firstId;
+        Exception firstCause;
+
+        /** Counts a refused block; returns its error entry, with a short reason for the client. */
+        BlockFetchProtocol.Entry add(String id, Exception e) {
+            if (count++ == 0) {
+                firstId = id;
+                firstCause = e;
+            }
+            String reason = e instanceof NotAShuffleBlockException
+                    ? "not a shuffle block"
+                    : e instanceof BadRequestException
+                            ? e.getMessage()
+                            : "could not be read on the serving executor (see its log)";
+            return new BlockFetchProtocol.Entry(BlockFetchProtocol.ERROR, 0, "block " + printable(id) + ": " + reason);
+        }
+    }
+
+    /**
+     * One line for a request's refused blocks (how many, the first with its cause), and at most one such
+     * line a second for the whole server: a peer that asks for thousands of bad ids must not fill the disk.
+     */
+    private void logRefusals(Comm comm, Refusals refused) {
+        if (refused.count == 0) {
+            return;
+        }
+        long now = System.nanoTime();
+        long next = nextRefusalLog.get();
+        if (now - next < 0 || !nextRefusalLog.compareAndSet(next, now + REFUSAL_LOG_NANOS)) {
+            refusalsNotLogged.addAndGet(refused.count);
+            return;
+        }
+        long before = refusalsNotLogged.getAndSet(0);
+        LOG.warn(
+                "ucx4j shuffle: {} block(s) asked for by {} refused; the first, {}: {}{}",
+                refused.count,
+                comm.peerAddress(),
+                printable(refused.firstId),
+                printable(refused.firstCause.toString()),
+                before > 0 ? " (and " + before + " more refused since the last such line)" : "");
+    }
+
+    /** A peer's text for a log line or a reply: control characters escaped, at most 120 characters kept. */
+    static String printable(String text) {
+        StringBuilder out = new StringBuilder(Math.min(text.length(), 128) + 3);
+        int i = 0;
+        for (; i < text.length() && out.length() < 120; i++) {
+            char c = text.charAt(i);
+            if (Character.isISOControl(c)) {
+                out.append(String.format("\\u%04x", (int) c));
+            } else {
+                out.append(c);
+            }
+        }
+        if (i < text.length()) {
+            out.append("...");
+        }
+        return out.toString();
     }
 
     /**
@@ -419,6 +568,15 @@ final class ShuffleBlockServer implements AutoCloseable {
     private static MemorySegment map(FileSegmentManagedBuffer block, Arena arena) throws IOException {
         try (FileChannel channel = open(block)) {
             return channel.map(FileChannel.MapMode.READ_ONLY, block.getOffset(), block.getLength(), arena);
+        }
+    }
+
+    /** A request asked for something no honest fetcher asks for; the message is the reason the client gets. */
+    private static final class BadRequestException extends IllegalArgumentException {
+        private static final long serialVersionUID = 1L;
+
+        BadRequestException(String reason) {
+            super(reason);
         }
     }
 
