@@ -26,7 +26,11 @@ import java.util.function.LongSupplier;
  * Slot#onEvict}): that one's cut-short action runs (it closes the connection), and its handshake fails.
  * Honest handshakes take milliseconds; so only slow or silent peers are cut, and keeping honest clients out
  * takes new connections faster than they age, not a few silent ones held until {@code connect-timeout}.
- * The per-source bound is checked first and is never lifted by an eviction.
+ * The per-source bound is checked first, and the same way: a newcomer from a source that holds its share
+ * takes the oldest slot of that source (never another source's) once it is old enough. Every local
+ * client comes from one source (127.0.0.1, or the host's own address), so without that one local
+ * process holding its share with silent sockets, reopened as they time out, kept every other local
+ * client out for as long as it kept at it.
  *
  * <p>Threading: safe from any thread; a {@link Slot} is released once, by whoever closes or evicts it
  * first; cut-short actions run on the thread of the {@link #take} that evicts, outside this object's lock.
@@ -98,7 +102,11 @@ final class HandshakeSlots {
         Slot evicted = null;
         synchronized (this) {
             if (source != null && bySource.getOrDefault(source, 0) >= perSource) {
-                return new Outcome(null, Refusal.SOURCE_FULL, null);
+                evicted = oldestEvictable(source);
+                if (evicted == null) {
+                    return new Outcome(null, Refusal.SOURCE_FULL, null);
+                }
+                evicted.releaseNow();
             }
             if (taken >= max) {
                 evicted = oldestEvictable();
@@ -122,6 +130,14 @@ final class HandshakeSlots {
 
     /** With this object's lock: the oldest slot old enough to be evicted and that can be cut short, or null. */
     private Slot oldestEvictable() {
+        return oldestEvictable(null);
+    }
+
+    /**
+     * With this object's lock: the oldest slot of {@code source} (of any source when null) old enough to
+     * be evicted and that can be cut short, or null.
+     */
+    private Slot oldestEvictable(Source source) {
         if (evictionAgeNanos <= 0) {
             return null;
         }
@@ -130,7 +146,7 @@ final class HandshakeSlots {
             if (now - s.takenAt < evictionAgeNanos) {
                 return null; // the rest are younger still
             }
-            if (s.evictor != null) {
+            if (s.evictor != null && (source == null || source.equals(s.source))) {
                 return s;
             }
         }

@@ -125,10 +125,13 @@ class HandshakeAdmissionTest {
     @ParameterizedTest
     @ValueSource(strings = {"tcp", "ucx"})
     void oneSourceCannotTakeEverySlotAndOthersAreStillServed(String scheme) throws Exception {
+        // Eviction would let the source's fourth take its own oldest slot after this age: a minute, so that
+        // this test sees the per-source bound refuse (the next tests see eviction).
         CommOptions o = options(
                 UcxConfig.builder()
                         .set(CommKeys.MAX_PENDING_HANDSHAKES, 8)
-                        .set(CommKeys.MAX_PENDING_HANDSHAKES_PER_SOURCE, 3),
+                        .set(CommKeys.MAX_PENDING_HANDSHAKES_PER_SOURCE, 3)
+                        .set(CommKeys.HANDSHAKE_EVICTION_AGE, Duration.ofMinutes(1)),
                 Duration.ofSeconds(60));
         Listening l = listen(scheme, o);
         List<SocketChannel> silent = new ArrayList<>();
@@ -209,6 +212,33 @@ class HandshakeAdmissionTest {
             s.close();
         }
         await("the slots back").atMost(DEADLINE).until(() -> l.slots().taken() == 0);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "ucx"})
+    void silentConnectionsFromTheClientsOwnSourceGiveWayToIt(String scheme) throws Exception {
+        // Every local client is one source (127.0.0.1). One local process holding that source's share with
+        // silent sockets (reopened as they time out) kept every other local client out: the per-source bound
+        // refused them at once and was never lifted. Now a newcomer takes its source's oldest slot once that
+        // is handshake-eviction-age old, as beyond the total.
+        CommOptions o = fourSlots(3, Duration.ofMillis(1));
+        Listening l = listen(scheme, o);
+        List<SocketChannel> silent = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            SocketChannel s = socketFrom("127.0.0.1", l.listener().address());
+            s.configureBlocking(false);
+            silent.add(s);
+            toClose.add(s);
+        }
+        await("three handshakes under way from 127.0.0.1")
+                .atMost(DEADLINE)
+                .until(() -> l.slots().taken() == 3);
+        long started = System.nanoTime();
+        stillServes(l.listener().address(), o);
+        assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(30), "served long after it came");
+        await("a silent connection closed").atMost(DEADLINE).until(() -> closedByPeer(silent) == 1);
+        await("the cut-short handshake counted").atMost(DEADLINE).until(() -> l.refusals() == 1);
+        assertTrue(l.lastRefusal().contains("was cut short"), l.lastRefusal());
     }
 
     /** Four handshake slots, {@code perSource} of them for one source; 60 s to connect. */

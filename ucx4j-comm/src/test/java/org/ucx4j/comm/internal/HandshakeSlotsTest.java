@@ -83,15 +83,34 @@ class HandshakeSlotsTest {
     }
 
     @Test
-    void theSourceBoundIsNeverLiftedByAnEviction() {
-        HandshakeSlots s = slots(2, 1, Duration.ofMillis(100));
-        s.take(from("127.0.0.2")).slot().onEvict(() -> {});
-        s.take(from("127.0.0.3")).slot().onEvict(() -> {});
+    void aSourceAtItsShareEvictsOnlyItsOwnOldestHandshake() {
+        // Every local client is one source (127.0.0.1): one local process holding its share with silent
+        // sockets must not keep the others out for longer than the eviction age.
+        HandshakeSlots s = slots(3, 1, Duration.ofMillis(100));
+        AtomicInteger cutOther = new AtomicInteger();
+        AtomicInteger cutSilent = new AtomicInteger();
+        s.take(from("127.0.0.3")).slot().onEvict(cutOther::incrementAndGet); // another source, older
+        advance(Duration.ofMillis(10));
+        HandshakeSlots.Slot silent = s.take(from("127.0.0.2")).slot();
+        silent.onEvict(cutSilent::incrementAndGet);
+
+        // Its share taken, and its handshake young: refused.
+        advance(Duration.ofMillis(50));
+        HandshakeSlots.Outcome young = s.take(from("127.0.0.2"));
+        assertEquals(HandshakeSlots.Refusal.SOURCE_FULL, young.refusal());
+        assertNull(young.evicted());
+
+        // Old enough: the newcomer from that source takes that source's slot, not the older one of the other.
         advance(Duration.ofSeconds(1));
-        HandshakeSlots.Outcome again = s.take(from("127.0.0.2"));
-        assertEquals(HandshakeSlots.Refusal.SOURCE_FULL, again.refusal());
-        assertNull(again.evicted());
+        HandshakeSlots.Outcome next = s.take(from("127.0.0.2"));
+        assertNotNull(next.slot());
+        assertSame(silent, next.evicted());
+        assertEquals(1, cutSilent.get());
+        assertEquals(0, cutOther.get());
         assertEquals(2, s.taken());
+        // The newcomer's own slot is young: the share holds again.
+        assertEquals(
+                HandshakeSlots.Refusal.SOURCE_FULL, s.take(from("127.0.0.2")).refusal());
     }
 
     @Test
