@@ -64,9 +64,11 @@ public final class CommKeys {
             "most handshakes one ucx:// or tcp:// listener runs at a time; a connection beyond it is closed at once");
     /**
      * The most of a listener's {@link #MAX_PENDING_HANDSHAKES} that one source (an IPv4 address, an IPv6
-     * /64) may hold at a time (default 32; more than the total means the total): a connection beyond it
-     * is closed at once, so that one address cannot keep everyone else out. Raise it where many
-     * processes of one host connect to one listener at the same moment.
+     * /64) may hold at a time (default 32; more than the total means the total), so that one address
+     * cannot keep everyone else out: a connection beyond it takes the slot of its own source's oldest
+     * handshake once that is {@link #HANDSHAKE_EVICTION_AGE} old (never another source's), else it is
+     * closed at once. Every local client is one source. Raise it where many processes of one host connect
+     * to one listener at the same moment.
      */
     public static final ConfigKey<Integer> MAX_PENDING_HANDSHAKES_PER_SOURCE = ConfigKey.count(
             "max-pending-handshakes-per-source",
@@ -74,18 +76,20 @@ public final class CommKeys {
             "most handshakes one source address may have under way at one listener at a time");
     /**
      * How old the oldest handshake under way at a listener must be for a newcomer to take its slot when
-     * every slot ({@link #MAX_PENDING_HANDSHAKES}) is taken (default 1 s; {@code 0} never: the newcomer is
-     * refused). The oldest is closed, its handshake failing as "cut short". Honest handshakes take
-     * milliseconds, so only a slow or silent peer is ever cut: whoever wants to keep honest clients out
-     * must then open slots faster than they age, from many sources (the per-source bound still holds), not
-     * just hold a few silent connections until {@code connect-timeout}.
+     * every slot ({@link #MAX_PENDING_HANDSHAKES}) is taken, or when the newcomer's source holds its share
+     * ({@link #MAX_PENDING_HANDSHAKES_PER_SOURCE}: then the oldest of that source) (default 1 s; {@code 0}
+     * never: the newcomer is refused). The oldest is closed, its handshake failing as "cut short". Honest
+     * handshakes take milliseconds, so only a slow or silent peer is ever cut: whoever wants to keep honest
+     * clients out must then open slots faster than they age, not just hold a few silent connections until
+     * {@code connect-timeout}.
      */
     public static final ConfigKey<Duration> HANDSHAKE_EVICTION_AGE = ConfigKey.duration(
             "handshake-eviction-age",
             Duration.ofSeconds(1),
             Duration.ZERO,
             Duration.ofDays(1),
-            "age at which a listener's oldest handshake under way gives its slot to a newcomer when all are taken; 0 never");
+            "age at which a listener's oldest handshake under way (of the newcomer's source, when that holds its"
+                    + " share) gives its slot to a newcomer when all are taken; 0 never");
     /**
      * The most memory that received messages not yet closed may hold in one comm context (at least 1 MiB;
      * default 1 GiB). Above it the context's comms stop receiving (the peers' data waits with them),

@@ -205,7 +205,8 @@ public final class CommOptions {
     }
 
     /**
-     * How old a listener's oldest handshake must be to give its slot to a newcomer when all are taken: see
+     * How old a listener's oldest handshake must be to give its slot to a newcomer when all are taken (or
+     * its source's oldest, when the newcomer's source holds its share): see
      * {@link CommKeys#HANDSHAKE_EVICTION_AGE}.
      *
      * @return the config's {@code handshake-eviction-age}; zero: never

@@ -30,7 +30,7 @@ final class BlockFetchProtocol {
     /** Most block ids one request may carry (Spark's requests hold far fewer). */
     static final int MAX_BLOCKS = 65_536;
     /**
-     * The largest request frame a server reads: {@link #MAX_BLOCKS} ids of up to 126 bytes each (Spark's
+     * The largest request frame a server reads: {@link #MAX_BLOCKS} ids of up to 125 bytes each (Spark's
      * shuffle block ids are under 64). A larger frame is not decoded: it would only cost the server's heap.
      */
     static final long MAX_REQUEST_BYTES = 8L << 20;

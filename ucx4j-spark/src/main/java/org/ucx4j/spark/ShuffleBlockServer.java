@@ -20,6 +20,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
 import org.apache.spark.network.buffer.FileSegmentManagedBuffer;
@@ -50,12 +51,13 @@ import scala.Option;
  * sent as it is (no copy in the JVM; over {@code ucx://} UCX reads the mapped pages, over {@code tcp://}
  * they go from the page cache to the socket), a smaller one is copied into the heap. A block that cannot
  * be served (unknown, deleted, not a shuffle block, a range the index gives as negative, an id asked for
- * twice in one request) gets an error entry with a short reason (details stay in this executor's log, one
- * line per request at most, and at most one such line a second) that the client turns into a fetch
- * failure; nothing is dropped silently.
+ * twice in one request) gets an error entry with a short reason that the client turns into a fetch
+ * failure; nothing is dropped silently. The details (paths on this host) go to this executor's log: the
+ * first refusal of a request at WARN, at most one such line a second, every refusal at DEBUG.
  *
- * <p>Bounds a hostile client cannot lift: a request frame is read only up to {@link
- * BlockFetchProtocol#MAX_REQUEST_BYTES}; a reply copies at most {@code maxBytesInFlight} bytes into the heap
+ * <p>Bounds a hostile client cannot lift: a request frame larger than {@link
+ * BlockFetchProtocol#MAX_REQUEST_BYTES} closes its connection without being copied into the heap or decoded
+ * (the transport has received it, within {@code max-message-size}); a reply copies at most {@code maxBytesInFlight} bytes into the heap
  * (beyond that, in the one reply larger than the bound, small blocks are mapped too) and maps at most
  * {@link #MAX_MAPS_PER_REPLY} ranges; a reply the peer does not take within {@code
  * spark.ucx4j.shuffle.timeout} aborts its connection, which gives its share of {@code maxBytesInFlight}
@@ -69,7 +71,8 @@ import scala.Option;
  * sends no request for twice {@code spark.ucx4j.shuffle.idleTimeout} is closed (clients close theirs after
  * the timeout itself, so this only reaps abandoned ones).
  *
- * <p>Threading: each accepted comm is served on its own virtual thread, one request at a time.
+ * <p>Threading: each accepted comm is served on its own virtual thread, one request at a time (a reply may
+ * still be being written when the next request is read).
  * Ownership: the shuffle manager owns it and closes it at stop; closing stops accepting and aborts the
  * comms being served.
  */
@@ -154,13 +157,16 @@ final class ShuffleBlockServer implements AutoCloseable {
     }
 
     /**
-     * A connection being served: busy from reading a request until its reply is written. Its last request's
+     * A connection being served: busy from reading a request until its reply is written (a client may send
+     * its next request before the last reply's write completed, so the requests in flight are counted). Its last request's
      * arrival (not its reply's completion, which runs on another thread and may be late) orders it for
      * eviction, so the connection a client used longest ago goes first whatever the completions' order.
      */
     private static final class Served {
         final Comm comm;
-        volatile boolean busy;
+        /** Requests read whose replies are not written yet. */
+        final AtomicInteger inFlight = new AtomicInteger();
+
         volatile long lastRequest = System.nanoTime();
 
         Served(Comm comm) {
@@ -189,7 +195,7 @@ final class ShuffleBlockServer implements AutoCloseable {
             List<Served> open = byPeer.computeIfAbsent(peer, p -> new ArrayList<>());
             if (open.size() >= maxPerPeer) {
                 for (Served c : open) {
-                    if (!c.busy && (evicted == null || c.lastRequest - evicted.lastRequest < 0)) {
+                    if (c.inFlight.get() == 0 && (evicted == null || c.lastRequest - evicted.lastRequest < 0)) {
                         evicted = c;
                     }
                 }
@@ -226,7 +232,7 @@ final class ShuffleBlockServer implements AutoCloseable {
             while (!closed) {
                 byte[] request;
                 try (Message m = comm.read(idleClose)) {
-                    served.busy = true;
+                    served.inFlight.incrementAndGet();
                     served.lastRequest = System.nanoTime();
                     if (m.frameCount() != 1) {
                         LOG.warn(
@@ -285,7 +291,7 @@ final class ShuffleBlockServer implements AutoCloseable {
      * @return the count, all its hosts together
      */
     int idleConnectionsOf(String identity) {
-        return countOf(identity, c -> !c.busy);
+        return countOf(identity, c -> c.inFlight.get() == 0);
     }
 
     private int countOf(String identity, Predicate<Served> which) {
@@ -333,7 +339,7 @@ final class ShuffleBlockServer implements AutoCloseable {
         }
         int permits = (int) Math.min(permitsTotal, Math.max(1, (total + bytesPerPermit - 1) / bytesPerPermit));
         if (!acquire(permits)) {
-            served.busy = false;
+            served.inFlight.decrementAndGet();
             logRefusals(comm, refused);
             throw new IllegalStateException("no room to send a reply of " + total + " bytes within " + replyTimeout
                     + ": the replies in flight hold all of " + ShuffleTransportSettings.SERVER_MAX_BYTES_IN_FLIGHT);
@@ -387,7 +393,7 @@ final class ShuffleBlockServer implements AutoCloseable {
             write.whenCompleteAsync(
                     (ok, failure) -> {
                         bytesInFlight.release(held);
-                        served.busy = false;
+                        served.inFlight.decrementAndGet();
                         if (toClose != null) {
                             toClose.close();
                         }
@@ -417,7 +423,7 @@ final class ShuffleBlockServer implements AutoCloseable {
             sent = true;
         } finally {
             if (!sent) {
-                served.busy = false;
+                served.inFlight.decrementAndGet();
                 bytesInFlight.release(permits);
                 if (maps != null) {
                     maps.close();
@@ -453,6 +459,7 @@ final class ShuffleBlockServer implements AutoCloseable {
 
         /** Counts a refused block; returns its error entry, with a short reason for the client. */
         BlockFetchProtocol.Entry add(String id, Exception e) {
+            LOG.debug("ucx4j shuffle: refused block {}: {}", printable(id), printable(e.toString()));
             if (count++ == 0) {
                 firstId = id;
                 firstCause = e;
@@ -461,7 +468,7 @@ final class ShuffleBlockServer implements AutoCloseable {
                     ? "not a shuffle block"
                     : e instanceof BadRequestException
                             ? e.getMessage()
-                            : "could not be read on the serving executor (see its log)";
+                            : "could not be read on the serving executor (its log says why)";
             return new BlockFetchProtocol.Entry(BlockFetchProtocol.ERROR, 0, "block " + printable(id) + ": " + reason);
         }
     }

@@ -138,6 +138,11 @@ abstract class AbstractComm implements Comm {
      * Messages already received stay readable; reads after them fail with {@code cause}.
      */
     protected final void ended(CommException cause, boolean peerClosed) {
+        // Closed before the reads end: a reader that sees the end must find isClosed() true.
+        boolean wasOpen = state != State.CLOSED;
+        if (wasOpen) {
+            markClosed(cause);
+        }
         List<CompletableFuture<Message>> failed;
         lock.lock();
         try {
@@ -149,10 +154,6 @@ abstract class AbstractComm implements Comm {
             readers.clear();
         } finally {
             lock.unlock();
-        }
-        boolean wasOpen = state != State.CLOSED;
-        if (wasOpen) {
-            markClosed(cause);
         }
         for (CompletableFuture<Message> r : failed) {
             r.completeExceptionally(readEnd);

@@ -75,8 +75,8 @@ final class HandshakeSlots {
     /**
      * @param max slots in all, at least 1
      * @param perSource slots one source may hold; more than {@code max} means {@code max}
-     * @param evictionAge how old the oldest handshake must be for a newcomer to take its slot when all are
-     *     taken; zero: never
+     * @param evictionAge how old the oldest handshake (of the newcomer's source, when that holds its share)
+     *     must be for a newcomer to take its slot when all are taken; zero: never
      */
     HandshakeSlots(int max, int perSource, Duration evictionAge) {
         this(max, perSource, evictionAge, System::nanoTime);
@@ -146,7 +146,8 @@ final class HandshakeSlots {
             if (now - s.takenAt < evictionAgeNanos) {
                 return null; // the rest are younger still
             }
-            if (s.evictor != null && (source == null || source.equals(s.source))) {
+            // A slot being closed (its handshake just ended) frees nothing if taken: skipped.
+            if (s.evictor != null && !s.released.get() && (source == null || source.equals(s.source))) {
                 return s;
             }
         }

@@ -917,7 +917,7 @@ final class UcxComm extends AbstractComm {
                 o.sends.add(endpoint.tagSendAsync(o.table, peerTag));
             }
         } catch (RuntimeException e) {
-            o.result.completeExceptionally(e);
+            failWhenPostedEnd(o, e);
             return;
         }
         if (o.frames.isEmpty()) {
@@ -944,10 +944,24 @@ final class UcxComm extends AbstractComm {
                                         : endpoint.tagSendAsync(f.get(0), frameTag));
             }
         } catch (RuntimeException e) {
-            o.result.completeExceptionally(e);
+            failWhenPostedEnd(o, e);
             return;
         }
         finishWhenSent(o);
+    }
+
+    /**
+     * A post failed part-way through a message: it fails with {@code e}, but only once the sends already
+     * posted have ended. Until then UCX may still read their buffers, and the writer frees them (unmaps a
+     * file, closes an arena) when the write's future completes.
+     */
+    private static void failWhenPostedEnd(Outgoing o, RuntimeException e) {
+        if (o.sends.isEmpty()) {
+            o.result.completeExceptionally(e);
+            return;
+        }
+        CompletableFuture.allOf(o.sends.toArray(CompletableFuture<?>[]::new))
+                .whenComplete((v, err) -> o.result.completeExceptionally(e));
     }
 
     private static void finishWhenSent(Outgoing o) {

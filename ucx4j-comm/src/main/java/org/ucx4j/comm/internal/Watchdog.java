@@ -82,8 +82,9 @@ final class Watchdog {
 
     private static CommException ended(int state, String what, Duration limit, Exception cause) {
         if (state == CUT_SHORT) {
-            String message = what + " was cut short: every handshake slot was taken and this one, under way"
-                    + " longest, gave its slot to a newcomer (max-pending-handshakes, handshake-eviction-age)";
+            String message = what + " was cut short: every handshake slot was taken (or every one of its source's"
+                    + " share), and this one, under way longest, gave its slot to a newcomer (max-pending-handshakes,"
+                    + " max-pending-handshakes-per-source, handshake-eviction-age)";
             return cause == null ? new CommException(message) : new CommException(message, cause);
         }
         return timedOut(what, limit, cause);
