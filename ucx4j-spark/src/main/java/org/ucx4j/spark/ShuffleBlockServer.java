@@ -322,8 +322,8 @@ final class ShuffleBlockServer implements AutoCloseable {
                     // Spark's resolver gives a batch id whose start is after its end a negative length.
                     throw new BadRequestException("the index gives it a negative range");
                 }
-                // Lengths are not negative, and the index is this executor's own: the sum cannot overflow.
-                total += block.getLength();
+                // A corrupt index could still overflow the sum: that block is refused (ArithmeticException).
+                total = Math.addExact(total, block.getLength());
                 entries.add(new BlockFetchProtocol.Entry(BlockFetchProtocol.OK, block.getLength(), null));
                 blocks.add(block);
             } catch (Exception e) {
