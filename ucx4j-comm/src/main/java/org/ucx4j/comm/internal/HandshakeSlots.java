@@ -28,9 +28,9 @@ import java.util.function.LongSupplier;
  * takes new connections faster than they age, not a few silent ones held until {@code connect-timeout}.
  * The per-source bound is checked first, and the same way: a newcomer from a source that holds its share
  * takes the oldest slot of that source (never another source's) once it is old enough. Every local
- * client comes from one source (127.0.0.1, or the host's own address), so without that one local
- * process holding its share with silent sockets, reopened as they time out, kept every other local
- * client out for as long as it kept at it.
+ * client comes from one source (127.0.0.1, or the host's own address): before this, one local process
+ * that held its share with silent sockets, reopened as they timed out, kept every other local client
+ * out for as long as it kept at it.
  *
  * <p>Threading: safe from any thread; a {@link Slot} is released once, by whoever closes or evicts it
  * first; cut-short actions run on the thread of the {@link #take} that evicts, outside this object's lock.
