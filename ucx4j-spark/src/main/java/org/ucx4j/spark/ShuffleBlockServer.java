@@ -410,7 +410,7 @@ final class ShuffleBlockServer implements AutoCloseable {
             // connection lives, while every other peer's requests wait for permits. Past the timeout the
             // connection is aborted: that fails the write once the transport let go of its frames, and the
             // completion above gives everything back.
-            write.copy().orTimeout(nanos(replyTimeout), TimeUnit.NANOSECONDS).whenComplete((ok, failure) -> {
+            write.copy().orTimeout(replyTimeout.toNanos(), TimeUnit.NANOSECONDS).whenComplete((ok, failure) -> {
                 if (failure instanceof TimeoutException && !write.isDone()) {
                     LOG.warn(
                             "ucx4j shuffle: {} did not take a reply of {} bytes within {}: aborting the connection",
@@ -435,19 +435,10 @@ final class ShuffleBlockServer implements AutoCloseable {
     /** Takes {@code permits} of the bytes in flight, waiting at most the reply timeout. */
     private boolean acquire(int permits) {
         try {
-            return bytesInFlight.tryAcquire(permits, nanos(replyTimeout), TimeUnit.NANOSECONDS);
+            return bytesInFlight.tryAcquire(permits, replyTimeout.toNanos(), TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return false;
-        }
-    }
-
-    /** {@code d} in nanoseconds, or {@link Long#MAX_VALUE} when it does not fit (about 292 years). */
-    private static long nanos(Duration d) {
-        try {
-            return d.toNanos();
-        } catch (ArithmeticException e) {
-            return Long.MAX_VALUE;
         }
     }
 

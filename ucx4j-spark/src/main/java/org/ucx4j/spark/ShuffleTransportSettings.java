@@ -70,6 +70,12 @@ public record ShuffleTransportSettings(
         Objects.requireNonNull(scheme, "scheme");
         Objects.requireNonNull(options, "options");
         Objects.requireNonNull(fetchTimeout, "fetchTimeout");
+        try {
+            fetchTimeout.toNanos(); // the fetcher's deadline and the server's waits are in nanoseconds
+        } catch (ArithmeticException e) {
+            throw new IllegalArgumentException(
+                    FETCH_TIMEOUT + " is too long: " + fetchTimeout + " (at most about 292 years)");
+        }
         Objects.requireNonNull(retryWait, "retryWait");
         if (serverMaxBytesInFlight < 1) {
             throw new IllegalArgumentException(SERVER_MAX_BYTES_IN_FLIGHT + " must be at least 1 byte");

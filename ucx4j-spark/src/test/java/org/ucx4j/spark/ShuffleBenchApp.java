@@ -174,6 +174,11 @@ public final class ShuffleBenchApp {
          */
         private final Map<Integer, long[]> tasks = new HashMap<>();
 
+        /** A stage's sums before its first task ended (no launch yet: the largest time). */
+        private static long[] noTasks() {
+            return new long[] {0, 0, 0, Long.MAX_VALUE, 0, 0, 0};
+        }
+
         @Override
         public synchronized void onExecutorAdded(SparkListenerExecutorAdded added) {
             executors.add("\"" + added.executorId() + "@" + (added.time() - startMillis) + "\"");
@@ -182,7 +187,7 @@ public final class ShuffleBenchApp {
         @Override
         public synchronized void onStageCompleted(SparkListenerStageCompleted completed) {
             StageInfo info = completed.stageInfo();
-            long[] t = tasks.getOrDefault(info.stageId(), new long[] {0, 0, 0, Long.MAX_VALUE, 0, 0, 0});
+            long[] t = tasks.getOrDefault(info.stageId(), noTasks());
             long submitted = info.submissionTime().isDefined()
                     ? (Long) info.submissionTime().get()
                     : -1;
@@ -215,7 +220,7 @@ public final class ShuffleBenchApp {
 
         @Override
         public synchronized void onTaskEnd(SparkListenerTaskEnd end) {
-            long[] t = tasks.computeIfAbsent(end.stageId(), id -> new long[] {0, 0, 0, Long.MAX_VALUE, 0, 0, 0});
+            long[] t = tasks.computeIfAbsent(end.stageId(), id -> noTasks());
             t[0]++;
             t[3] = Math.min(t[3], end.taskInfo().launchTime());
             if (end.taskMetrics() != null) {

@@ -109,7 +109,7 @@ final class HandshakeSlots {
                 evicted.releaseNow();
             }
             if (taken >= max) {
-                evicted = oldestEvictable();
+                evicted = oldestEvictable(null);
                 if (evicted == null) {
                     return new Outcome(null, Refusal.FULL, null);
                 }
@@ -126,11 +126,6 @@ final class HandshakeSlots {
             evicted.cutShort();
         }
         return new Outcome(slot, null, evicted);
-    }
-
-    /** With this object's lock: the oldest slot old enough to be evicted and that can be cut short, or null. */
-    private Slot oldestEvictable() {
-        return oldestEvictable(null);
     }
 
     /**

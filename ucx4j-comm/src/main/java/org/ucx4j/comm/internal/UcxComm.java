@@ -960,21 +960,24 @@ final class UcxComm extends AbstractComm {
             o.result.completeExceptionally(e);
             return;
         }
-        CompletableFuture.allOf(o.sends.toArray(CompletableFuture<?>[]::new))
-                .whenComplete((v, err) -> o.result.completeExceptionally(e));
+        allSends(o).whenComplete((v, err) -> o.result.completeExceptionally(e));
     }
 
     private static void finishWhenSent(Outgoing o) {
-        CompletableFuture<Void> all = o.sends.size() == 1
-                ? o.sends.get(0)
-                : CompletableFuture.allOf(o.sends.toArray(CompletableFuture<?>[]::new));
-        all.whenComplete((v, err) -> {
+        allSends(o).whenComplete((v, err) -> {
             if (err != null) {
                 o.result.completeExceptionally(err);
             } else {
                 o.result.complete(null);
             }
         });
+    }
+
+    /** Completes when every send posted for {@code o} so far has ended. */
+    private static CompletableFuture<Void> allSends(Outgoing o) {
+        return o.sends.size() == 1
+                ? o.sends.get(0)
+                : CompletableFuture.allOf(o.sends.toArray(CompletableFuture<?>[]::new));
     }
 
     /** Posts the receive of the next control record (always one, until the endpoint closes). */
