@@ -13,7 +13,7 @@ import org.ucx4j.UcxException;
  * <p>Ownership: the native staging blocks it holds (copies of heap memory, an active message's header,
  * a scatter-gather list) belong to it and are freed when it completes.
  */
-public final class Operation implements Runnable {
+public final class Operation extends SubmissionQueue.Task {
     private final NativeWorker worker;
     final OperationKind kind;
     /** Completes the operation's future (users cannot). */

@@ -3,7 +3,6 @@ package org.ucx4j.internal.worker;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -93,7 +92,7 @@ public final class ProgressEngine {
     private final TimerQueue timers;
     private final AdaptiveSpin spin;
     private final ReentrantLock lock = new ReentrantLock();
-    private final ConcurrentLinkedQueue<Runnable> queue = new ConcurrentLinkedQueue<>();
+    private final SubmissionQueue queue = new SubmissionQueue();
     /** Whether a bulk operation is in flight; asked with the lock held. Set before {@link #start}. */
     private BooleanSupplier bulkInFlight = () -> false;
     /** Whether the lock holder is inside a UCX callback; asked with the lock held. Set before {@link #start}. */
@@ -204,14 +203,15 @@ public final class ProgressEngine {
             if (queue.isEmpty()) {
                 task.run();
             } else {
-                queue.offer(task);
+                queue.offer(SubmissionQueue.of(task));
             }
             return;
         }
         // The lock is read before it is tried: while the progress thread holds it, a failing
         // compare-and-set would still take its cache line from that thread, which reads the line every
-        // round (handOverIfWanted).
-        if (queue.isEmpty() && !lock.isLocked() && lock.tryLock()) {
+        // round (handOverIfWanted). And it is read before the queue: an awake progress thread holds it,
+        // and the queue's tail is a line the progress thread writes whenever it empties the queue.
+        if (!lock.isLocked() && queue.isEmpty() && lock.tryLock()) {
             boolean ran = false;
             try {
                 if (destroyed) {
@@ -249,10 +249,11 @@ public final class ProgressEngine {
      * Queues {@code task}; if the destruction began meanwhile and its last drain did not take the task,
      * takes it back and refuses it (a queued task nobody will ever run would leave its caller waiting).
      */
-    private void enqueue(Runnable task) {
+    private void enqueue(Runnable runnable) {
+        SubmissionQueue.Task task = SubmissionQueue.of(runnable);
         queue.offer(task);
         if (destroyed) {
-            if (queue.remove(task)) {
+            if (SubmissionQueue.revoke(task)) {
                 throw closedWhileSubmitting();
             }
             return; // the last drain ran it
@@ -284,7 +285,7 @@ public final class ProgressEngine {
 
     private int drainQueue() {
         int n = 0;
-        Runnable task;
+        SubmissionQueue.Task task;
         while ((task = queue.poll()) != null) {
             n++;
             try {
@@ -349,7 +350,8 @@ public final class ProgressEngine {
      * The progress thread. It holds the lock for as long as it is awake, busy or spinning idle, and lets
      * it go only to sleep, to yield its core, or when another thread queues on the lock ({@link
      * #handOverIfWanted}). While it is held, submitters queue their tasks: a submission then costs a read
-     * of the lock word and an append to the queue, lines the spinning thread only reads. (Taken and
+     * of the lock word and an append to the queue ({@link SubmissionQueue}: the task itself is the node).
+     * (Taken and
      * released on every idle round, the lock word and its owner field were written twice a round, and
      * every submitter's first reads of them missed the cache: 40 % of a thread-blocking submitter's time
      * in the profile of docs/BENCHMARKS.md, "Where thread-blocking's extra time goes".)

@@ -1,0 +1,166 @@
+package org.ucx4j.internal.worker;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The worker's submission queue alone (no UCX): order, emptiness, taking tasks back, and many producers
+ * against one consumer.
+ */
+class SubmissionQueueTest {
+
+    /** A task that records its producer and sequence number. */
+    private static final class Numbered extends SubmissionQueue.Task {
+        final int producer;
+        final int seq;
+
+        Numbered(int producer, int seq) {
+            this.producer = producer;
+            this.seq = seq;
+        }
+
+        @Override
+        public void run() {}
+    }
+
+    @Test
+    void handsTasksOutInOrderAndIsEmptyOnlyWhenAllAreTaken() {
+        SubmissionQueue q = new SubmissionQueue();
+        assertTrue(q.isEmpty());
+        assertNull(q.poll());
+        List<SubmissionQueue.Task> in = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            SubmissionQueue.Task t = new Numbered(0, i);
+            in.add(t);
+            q.offer(t);
+            assertFalse(q.isEmpty());
+        }
+        for (int i = 0; i < 5; i++) {
+            assertSame(in.get(i), q.poll(), "task " + i);
+        }
+        assertTrue(q.isEmpty(), "empty once every task was taken");
+        assertNull(q.poll());
+        // The queue is reusable after it emptied (its stub went back in).
+        SubmissionQueue.Task again = new Numbered(0, 5);
+        q.offer(again);
+        assertFalse(q.isEmpty());
+        assertSame(again, q.poll());
+        assertNull(q.poll());
+        assertTrue(q.isEmpty());
+    }
+
+    @Test
+    void wrapsPlainRunnablesAndKeepsTasksAsTheirOwnNodes() {
+        Numbered task = new Numbered(0, 0);
+        assertSame(task, SubmissionQueue.of(task));
+        AtomicInteger ran = new AtomicInteger();
+        SubmissionQueue q = new SubmissionQueue();
+        q.offer(SubmissionQueue.of(ran::incrementAndGet));
+        SubmissionQueue.Task t = q.poll();
+        t.run();
+        assertEquals(1, ran.get());
+    }
+
+    @Test
+    void aRevokedTaskIsSkippedAndATakenOneCannotBeRevoked() {
+        SubmissionQueue q = new SubmissionQueue();
+        Numbered a = new Numbered(0, 0);
+        Numbered b = new Numbered(0, 1);
+        Numbered c = new Numbered(0, 2);
+        q.offer(a);
+        q.offer(b);
+        q.offer(c);
+        assertTrue(SubmissionQueue.revoke(b), "b was still queued");
+        assertFalse(SubmissionQueue.revoke(b), "revoked once");
+        assertSame(a, q.poll());
+        assertFalse(SubmissionQueue.revoke(a), "a was taken: it runs, it cannot be refused too");
+        assertSame(c, q.poll(), "the revoked b is skipped");
+        assertNull(q.poll());
+        assertTrue(q.isEmpty());
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void manyProducersOneConsumerEveryTaskOnceInEachProducersOrder() throws Exception {
+        int producers = 4;
+        int perProducer = 200_000;
+        SubmissionQueue q = new SubmissionQueue();
+        AtomicIntegerArray takenPer = new AtomicIntegerArray(producers);
+        AtomicIntegerArray revokedPer = new AtomicIntegerArray(producers);
+        CountDownLatch start = new CountDownLatch(1);
+        List<Thread> threads = new ArrayList<>();
+        AtomicInteger revoked = new AtomicInteger();
+        for (int p = 0; p < producers; p++) {
+            int id = p;
+            threads.add(Thread.ofPlatform().start(() -> {
+                try {
+                    start.await();
+                } catch (InterruptedException e) {
+                    return;
+                }
+                for (int i = 0; i < perProducer; i++) {
+                    Numbered t = new Numbered(id, i);
+                    q.offer(t);
+                    // Every 1000th task is taken back at once if the consumer has not taken it yet, as a
+                    // submitter does when the worker's destruction began.
+                    if (i % 1000 == 999 && SubmissionQueue.revoke(t)) {
+                        revokedPer.incrementAndGet(id);
+                        revoked.incrementAndGet();
+                    }
+                }
+            }));
+        }
+        start.countDown();
+        int taken = 0;
+        int[] lastSeq = new int[producers];
+        java.util.Arrays.fill(lastSeq, -1);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(50);
+        while (taken + revoked.get() < producers * perProducer || !allDone(threads)) {
+            SubmissionQueue.Task t = q.poll();
+            if (t == null) {
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("stuck: " + taken + " taken, " + revoked.get() + " revoked");
+                }
+                Thread.onSpinWait();
+                continue;
+            }
+            Numbered n = (Numbered) t;
+            assertTrue(
+                    n.seq > lastSeq[n.producer],
+                    "producer " + n.producer + "'s order: " + n.seq + " after " + lastSeq[n.producer]);
+            lastSeq[n.producer] = n.seq;
+            takenPer.incrementAndGet(n.producer);
+            taken++;
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        assertNull(q.poll());
+        assertTrue(q.isEmpty());
+        assertEquals(producers * perProducer, taken + revoked.get(), "every task taken or revoked, once");
+        for (int p = 0; p < producers; p++) {
+            assertEquals(perProducer, takenPer.get(p) + revokedPer.get(p), "producer " + p + "'s tasks");
+        }
+    }
+
+    private static boolean allDone(List<Thread> threads) {
+        for (Thread t : threads) {
+            if (t.isAlive()) {
+                return false;
+            }
+        }
+        return true;
+    }
+}
