@@ -8,7 +8,8 @@ import org.ucx4j.UcxException;
  * One in-flight UCX operation. Lives in its worker's {@link OperationTable} from submission until UCX's
  * callback (or an immediate completion).
  *
- * <p>Threading: created on any thread, then touched only while holding the worker's progress lock.
+ * <p>Threading: created on any thread, then touched only while holding the worker's progress lock,
+ * except for what it inherits as a queued task (its link and claim word: {@link SubmissionQueue}).
  *
  * <p>Ownership: the native staging blocks it holds (copies of heap memory, an active message's header,
  * a scatter-gather list) belong to it and are freed when it completes.

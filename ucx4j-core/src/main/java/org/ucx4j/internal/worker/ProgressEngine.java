@@ -211,7 +211,7 @@ public final class ProgressEngine {
         // compare-and-set would still take its cache line from that thread, which reads the line every
         // round (handOverIfWanted). And it is read before the queue: an awake progress thread holds it,
         // and the queue's tail is a line the progress thread writes whenever it empties the queue.
-        if (!lock.isLocked() && queue.isEmpty() && lock.tryLock()) {
+        if (!lock.isLocked() && queue.mayBeEmpty() && lock.tryLock()) {
             boolean ran = false;
             try {
                 if (destroyed) {
@@ -704,6 +704,12 @@ public final class ProgressEngine {
         try {
             destroyed = true;
             drainQueue();
+            // A producer between its exchange of the queue's tail and its link read destroyed before it
+            // was set, and counts on this drain: its task (and any behind it) is waited for, not left.
+            for (int step = 1; !queue.isEmpty(); step++) {
+                AdaptiveSpin.pause(step);
+                drainQueue();
+            }
             while (signalling.get() != 0) {
                 Thread.onSpinWait(); // a signal under way: it read destroyed before it was set
             }

@@ -11,21 +11,29 @@ import java.lang.invoke.VarHandle;
  * <p>Why not {@link java.util.concurrent.ConcurrentLinkedQueue}: on the hot path a thread submits an
  * operation and the progress thread takes it, so every object one writes and the other reads is a cache
  * line that crosses cores, per message. The JDK's queue adds its own node per element (written by the
- * producer, then compare-and-set by the consumer) and an emptiness check that reads the consumer's head;
- * here a producer writes only its task and the tail, and the consumer only reads the task's link. The
- * shape is Dmitry Vyukov's intrusive multi-producer single-consumer queue, with a stub node: an
- * exchange on the tail, then the old tail's link.
+ * producer, then compare-and-set by the consumer) and an emptiness check that reads, and may move, the
+ * consumer's head. Here a producer exchanges the tail and writes the previous tail's link; the consumer
+ * reads links, and writes the tail only when the queue runs empty (it puts the stub back). The shape is
+ * Dmitry Vyukov's intrusive multi-producer single-consumer queue, with a stub node.
  *
- * <p>A producer that has exchanged the tail but not yet written the link leaves the queue briefly unable
- * to hand out its task: {@link #poll} returns null then, and {@link #isEmpty} says false, so whoever
- * waits for the queue to empty (a progress thread before it sleeps) comes back for it.
+ * <p><b>The gap.</b> A producer that has exchanged the tail but not yet written the link leaves a gap:
+ * the tasks from its own on cannot be handed out until it writes the link ({@link #poll} returns null
+ * meanwhile), and the tail may even be the stub again (the consumer put it back behind the gap). So
+ * emptiness has two questions: {@link #isEmpty}, exact, for the consumer (is anything queued that was not
+ * taken, gap or not); and {@link #mayBeEmpty}, for any thread, a filter that may say true while tasks are
+ * queued, to be confirmed with {@link #isEmpty} under the lock. Whoever must not stop while tasks are
+ * queued (a progress thread before it sleeps, the last drain) asks {@link #isEmpty}; tasks behind a gap
+ * are then waited for, not left behind.
  *
  * <p>Taking a task back ({@link #revoke}): the destruction of a worker drains the queue one last time,
- * and a task queued concurrently is either run by that drain or refused to its submitter, never both and
- * never neither. Each task has a claim word set once, by the drain ({@link #poll}) or by the revoke.
+ * until {@link #isEmpty} (gaps included), and a task queued concurrently is either run by that drain or
+ * refused to its submitter, never both and never neither. Each task has a claim word set once, by the
+ * drain ({@link #poll}) or by the revoke.
  *
- * <p>Threading: {@link #offer}, {@link #isEmpty} and {@link #revoke}: any thread; {@link #poll}: the lock
- * holder only. A task is queued at most once in its life.
+ * <p>Threading: {@link #offer}, {@link #mayBeEmpty} and {@link #revoke}: any thread; {@link #poll} and
+ * {@link #isEmpty}: the consumer only (the lock holder; in the threaded modes the progress thread is the
+ * only one that drains, and it may ask {@link #isEmpty} between its own holds of the lock). A task is
+ * queued at most once in its life.
  */
 final class SubmissionQueue {
     /**
@@ -33,7 +41,10 @@ final class SubmissionQueue {
      * else.
      */
     abstract static class Task implements Runnable {
-        /** The next task, written once by the producer that queued it (release), read by the consumer. */
+        /**
+         * The task queued after this one: written once by that task's producer (release), read by the
+         * consumer, which clears it once it took this task.
+         */
         @SuppressWarnings("unused") // through NEXT
         private volatile Task next;
         /** 0 while queued; 1 once the consumer took it; 2 once its producer revoked it. */
@@ -82,7 +93,7 @@ final class SubmissionQueue {
     /** The last task queued: producers exchange it. */
     @SuppressWarnings("FieldMayBeFinal") // through TAIL
     private volatile Task tail = stub;
-    /** The next node the consumer looks at (maybe the stub). Consumer only. */
+    /** The next node the consumer looks at (maybe the stub). Consumer only: ordered by the lock. */
     private Task head = stub;
 
     /** {@code task} as a queue node: itself if it is one, else wrapped in a node of its own. */
@@ -92,15 +103,32 @@ final class SubmissionQueue {
 
     /** Appends {@code task}. Any thread; each task once. */
     void offer(Task task) {
-        Task prev = (Task) TAIL.getAndSet(this, task);
+        link(exchange(task), task);
+    }
+
+    /** The first half of {@link #offer}: makes {@code task} the tail; returns the task it follows. */
+    Task exchange(Task task) {
+        return (Task) TAIL.getAndSet(this, task);
+    }
+
+    /** The second half of {@link #offer}: links {@code task} behind {@code prev}, closing the gap. */
+    static void link(Task prev, Task task) {
         NEXT.setRelease(prev, task);
     }
 
     /**
-     * Whether nothing is queued: true only when no producer has begun to queue a task the consumer has
-     * not taken yet. Any thread.
+     * Whether every task queued so far was taken, tasks behind a gap included. Consumer only.
      */
     boolean isEmpty() {
+        return head == stub && tail == stub;
+    }
+
+    /**
+     * Whether the queue may be empty: false means a task is queued that the consumer has not taken. True
+     * can be wrong (tasks behind a gap while the tail is the stub again): confirm with {@link #isEmpty}
+     * under the lock. Any thread: it reads only the tail, a line producers write anyway.
+     */
+    boolean mayBeEmpty() {
         return tail == stub;
     }
 
@@ -126,6 +154,7 @@ final class SubmissionQueue {
                 return null;
             }
             head = next;
+            NEXT.set(stub, (Task) null); // nobody links behind the stub until it goes back in
             h = next;
             next = (Task) NEXT.getAcquire(next);
         }
