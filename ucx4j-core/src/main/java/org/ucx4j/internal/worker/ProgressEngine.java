@@ -74,6 +74,12 @@ public final class ProgressEngine {
      * operation never ends, so a worker whose bulk send waits for its receiver sleeps as before.
      */
     static final long BULK_SPIN_NANOS = 1_000_000;
+    /**
+     * How long the last drain before a worker's destruction waits for a submission caught between the two
+     * writes of its queueing ({@link SubmissionQueue}): they are two instructions apart, so this is only
+     * reached if the submitting thread died between them.
+     */
+    private static final long LAST_DRAIN_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
     /** How many times a progress round tries the lock before it waits for it ({@link #lockForRound}). */
     private static final int LOCK_SPINS = 256;
     /**
@@ -250,6 +256,11 @@ public final class ProgressEngine {
      * takes it back and refuses it (a queued task nobody will ever run would leave its caller waiting).
      */
     private void enqueue(Runnable runnable) {
+        if (destroyed) {
+            // Checked before too: a destroyed worker's queue is never drained again, and revoked tasks
+            // would pile up in it (and keep a last drain under way from ending).
+            throw closedWhileSubmitting();
+        }
         SubmissionQueue.Task task = SubmissionQueue.of(runnable);
         queue.offer(task);
         if (destroyed) {
@@ -483,7 +494,7 @@ public final class ProgressEngine {
         lock.unlock();
         try {
             // Dekker with submitters: they offer then read armed; we wrote armed then read the queue.
-            if (queue.isEmpty() && running) {
+            if (running && queue.isEmpty()) {
                 Libc.pollIn(eventFd, timeoutMs);
             }
         } finally {
@@ -704,9 +715,17 @@ public final class ProgressEngine {
         try {
             destroyed = true;
             drainQueue();
-            // A producer between its exchange of the queue's tail and its link read destroyed before it
-            // was set, and counts on this drain: its task (and any behind it) is waited for, not left.
+            // A producer between its exchange of the queue's tail and its link reads destroyed only after
+            // it linked; whichever value it reads, its task is run here or revoked by it: wait for the
+            // link, so that the task (and any behind it) is not left. A link that never comes (its
+            // producer died between the two writes) is given up on after a while, loudly.
+            long giveUpAt = System.nanoTime() + LAST_DRAIN_WAIT_NANOS;
             for (int step = 1; !queue.isEmpty(); step++) {
+                if (System.nanoTime() - giveUpAt > 0) {
+                    LOG.error("ucx4j worker closing: a submission was never completed by its thread; tasks"
+                            + " queued behind it are dropped");
+                    break;
+                }
                 AdaptiveSpin.pause(step);
                 drainQueue();
             }

@@ -32,8 +32,9 @@ import java.lang.invoke.VarHandle;
  *
  * <p>Threading: {@link #offer}, {@link #mayBeEmpty} and {@link #revoke}: any thread; {@link #poll} and
  * {@link #isEmpty}: the consumer only (the lock holder; in the threaded modes the progress thread is the
- * only one that drains, and it may ask {@link #isEmpty} between its own holds of the lock). A task is
- * queued at most once in its life.
+ * only one that drains while it runs, and it may ask {@link #isEmpty} between its own holds of the lock;
+ * the destruction drains after it stopped, or, if it did not stop in time, after it saw {@code running}
+ * false). A task is queued at most once in its life.
  */
 final class SubmissionQueue {
     /**
@@ -42,8 +43,9 @@ final class SubmissionQueue {
      */
     abstract static class Task implements Runnable {
         /**
-         * The task queued after this one: written once by that task's producer (release), read by the
-         * consumer, which clears it once it took this task.
+         * The task queued after this one: written by that task's producer (release), read by the
+         * consumer, which clears it once it took this task (the stub's is written again each time the stub
+         * goes back in).
          */
         @SuppressWarnings("unused") // through NEXT
         private volatile Task next;
@@ -103,15 +105,17 @@ final class SubmissionQueue {
 
     /** Appends {@code task}. Any thread; each task once. */
     void offer(Task task) {
-        link(exchange(task), task);
+        // The two writes with nothing between them: a gap lasts only while its producer is descheduled.
+        Task prev = (Task) TAIL.getAndSet(this, task);
+        NEXT.setRelease(prev, task);
     }
 
-    /** The first half of {@link #offer}: makes {@code task} the tail; returns the task it follows. */
+    /** The first half of {@link #offer}, for tests: makes {@code task} the tail; returns the task it follows. */
     Task exchange(Task task) {
         return (Task) TAIL.getAndSet(this, task);
     }
 
-    /** The second half of {@link #offer}: links {@code task} behind {@code prev}, closing the gap. */
+    /** The second half of {@link #offer}, for tests: links {@code task} behind {@code prev}, closing the gap. */
     static void link(Task prev, Task task) {
         NEXT.setRelease(prev, task);
     }
