@@ -11,6 +11,8 @@
 #   (on a GPU machine: bin/gpu-run shell env BEFORE=.gpu/baseline AFTER=.gpu/modules bench/before-after.sh)
 #   PEH=off ITERS=50 ...    peer error handling off (shared memory, as issue 15's core targets), and 50
 #                           times the iterations of each row (longer runs, for the bimodal small-message rows)
+#   BENCH_JAVA_OPTS="-Xms1g -Xmx1g -XX:+AlwaysPreTouch" ...   JVM options for every ucx4j run (the bench server
+#                           gets the heap, collector and processor ones too: docs/CONFIGURATION.md, "Small messages")
 # With OUT set, every run's JSON is appended, one line each, to $OUT/before-after.jsonl.
 set -euo pipefail
 : "${BEFORE:?BEFORE=<folder of jars>}" "${AFTER:?AFTER=<folder of jars>}"
@@ -41,8 +43,8 @@ if [ -n "${ONLY:-}" ]; then   # ONLY="comm_ucx_1KiB tag_rate": just these rows
 fi
 run() { # run JARS ARGS FIELD -> the figure, or empty
     local out
-    # shellcheck disable=SC2086 # ARGS is a word list
-    out=$(timeout -k 5 120 "$JAVA" --enable-native-access=org.ucx4j.core,org.ucx4j.cuda -p "$1" \
+    # shellcheck disable=SC2086 # ARGS and BENCH_JAVA_OPTS are word lists
+    out=$(timeout -k 5 120 "$JAVA" ${BENCH_JAVA_OPTS:-} --enable-native-access=org.ucx4j.core,org.ucx4j.cuda -p "$1" \
         -m org.ucx4j.cli/org.ucx4j.cli.Main bench $2 --warmup-time 2 --json 2>/dev/null) || true
     if [ -n "${OUT:-}" ] && [ -n "$out" ]; then
         python3 -c 'import json,sys; print(json.dumps({"jars": sys.argv[2], "args": sys.argv[3], "result": json.loads(sys.argv[1])}))' \

@@ -8,10 +8,12 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.regex.Pattern;
 
 /**
  * Starts the benchmark server as a child JVM: the same {@code java}, the same module path (or class
@@ -66,15 +68,72 @@ final class PeerLauncher implements AutoCloseable {
     }
 
     /**
+     * The JVM options of this JVM's command line that say how its heap, garbage collector and processor
+     * count are set up (heap sizes, {@code -XX:+AlwaysPreTouch}, the RAM-based heap defaults, the collector,
+     * large pages, compressed pointers, {@code -XX:ActiveProcessorCount}): the child runs with the same, so
+     * that both ends of a two-process benchmark are configured alike. A JVM on a machine with much memory
+     * otherwise sizes its heap from the machine (a quarter of it), and a benchmark that pins its heap
+     * ({@code -Xms} = {@code -Xmx}, pre-touched) would pin it on one side only. Other options (agents,
+     * flight recordings, logging to files) are not forwarded: two processes would share their outputs.
+     * Options in {@code JAVA_TOOL_OPTIONS} reach the child through the environment anyway.
+     *
+     * @param args this JVM's arguments, as {@link ProcessHandle.Info#arguments()} gives them
+     * @return the options to repeat, in order; scanning stops at the main module, class or jar
+     */
+    static List<String> forwardedJvmOptions(List<String> args) {
+        List<String> out = new ArrayList<>();
+        boolean valueNext = false;
+        for (String a : args) {
+            if (valueNext) {
+                valueNext = false;
+                continue;
+            }
+            if (a.equals("-m") || a.equals("--module") || a.equals("-jar") || !a.startsWith("-")) {
+                break; // the main module, jar or class: what follows is the program's
+            }
+            if (OPTIONS_WITH_VALUE.contains(a)) {
+                valueNext = true;
+            } else if (FORWARDED.matcher(a).matches()) {
+                out.add(a);
+            }
+        }
+        return out;
+    }
+
+    /** JVM options whose value is the next argument (so that the value is not taken for the main class). */
+    private static final Set<String> OPTIONS_WITH_VALUE = Set.of(
+            "-p",
+            "--module-path",
+            "-cp",
+            "-classpath",
+            "--class-path",
+            "--add-modules",
+            "--add-opens",
+            "--add-exports",
+            "--add-reads",
+            "--limit-modules",
+            "--upgrade-module-path",
+            "--patch-module");
+
+    /** What {@link #forwardedJvmOptions} repeats. */
+    private static final Pattern FORWARDED = Pattern.compile("-Xm[sxn]\\S+|-Xss\\S+"
+            + "|-XX:[+-](AlwaysPreTouch|UseLargePages|UseTransparentHugePages|UseCompressedOops"
+            + "|UseCompactObjectHeaders|UseNUMA|Use\\w+GC)"
+            + "|-XX:(MaxRAM|MaxRAMPercentage|InitialRAMPercentage|MinRAMPercentage|ActiveProcessorCount"
+            + "|MaxHeapSize|InitialHeapSize|NewSize|MaxNewSize)=\\S+");
+
+    /**
      * The command that runs {@code ucx4j} as this JVM runs it (the same {@code java}, module or class path,
-     * native access, {@code ucx4j.*} properties), without arguments: for the bench server and for
-     * {@code ucx4j launch -- ucx4j ...}.
+     * native access, {@code ucx4j.*} properties, heap and processor settings: {@link #forwardedJvmOptions}),
+     * without arguments: for the bench server and for {@code ucx4j launch -- ucx4j ...}.
      *
      * @return a mutable list to append the arguments to
      */
     static List<String> cliCommand() {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java"));
+        cmd.addAll(forwardedJvmOptions(
+                List.of(ProcessHandle.current().info().arguments().orElse(new String[0]))));
         String modulePath = System.getProperty("jdk.module.path");
         boolean onModulePath = modulePath != null
                 && !modulePath.isEmpty()
