@@ -61,6 +61,11 @@ final class PeerLauncher implements AutoCloseable {
     /** The child's command line, recomputed from this JVM. */
     static List<String> command(List<String> serverArgs) {
         List<String> cmd = cliCommand();
+        // The server is the benchmark's other end: it runs with this JVM's heap and processor settings.
+        cmd.addAll(
+                1,
+                forwardedJvmOptions(
+                        List.of(ProcessHandle.current().info().arguments().orElse(new String[0]))));
         cmd.add("bench");
         cmd.addAll(serverArgs);
         cmd.addAll(BenchMemory.current().peerArgs());
@@ -71,7 +76,7 @@ final class PeerLauncher implements AutoCloseable {
      * The JVM options of this JVM's command line that say how its heap, garbage collector and processor
      * count are set up (heap sizes, {@code -XX:+AlwaysPreTouch}, the RAM-based heap defaults, the collector,
      * large pages, compressed pointers, {@code -XX:ActiveProcessorCount}): the child runs with the same, so
-     * that both ends of a two-process benchmark are configured alike. A JVM on a machine with much memory
+     * that both ends of a two-process benchmark ({@code ucx4j bench}) are configured alike. A JVM on a machine with much memory
      * otherwise sizes its heap from the machine (a quarter of it), and a benchmark that pins its heap
      * ({@code -Xms} = {@code -Xmx}, pre-touched) would pin it on one side only. Other options (agents,
      * flight recordings, logging to files) are not forwarded: two processes would share their outputs.
@@ -124,16 +129,15 @@ final class PeerLauncher implements AutoCloseable {
 
     /**
      * The command that runs {@code ucx4j} as this JVM runs it (the same {@code java}, module or class path,
-     * native access, {@code ucx4j.*} properties, heap and processor settings: {@link #forwardedJvmOptions}),
-     * without arguments: for the bench server and for {@code ucx4j launch -- ucx4j ...}.
+     * native access, {@code ucx4j.*} properties), without arguments: for the bench server and for
+     * {@code ucx4j launch -- ucx4j ...}. Not the heap options: a launcher's heap is no measure of what
+     * each of the processes it launches may take (a pre-touched heap per GPU could exhaust the machine).
      *
      * @return a mutable list to append the arguments to
      */
     static List<String> cliCommand() {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java"));
-        cmd.addAll(forwardedJvmOptions(
-                List.of(ProcessHandle.current().info().arguments().orElse(new String[0]))));
         String modulePath = System.getProperty("jdk.module.path");
         boolean onModulePath = modulePath != null
                 && !modulePath.isEmpty()
