@@ -75,9 +75,9 @@ final class PeerLauncher implements AutoCloseable {
     /**
      * The JVM options of this JVM's command line that say how its heap, garbage collector and processor
      * count are set up (heap sizes, {@code -XX:+AlwaysPreTouch}, the RAM-based heap defaults, the collector,
-     * large pages, compressed pointers, {@code -XX:ActiveProcessorCount}): the child runs with the same, so
-     * that both ends of a two-process benchmark ({@code ucx4j bench}) are configured alike. A JVM on a machine with much memory
-     * otherwise sizes its heap from the machine (a quarter of it), and a benchmark that pins its heap
+     * large pages, compressed pointers, {@code -XX:ActiveProcessorCount}): the bench server runs with the
+     * same, so that both ends of a two-process benchmark are configured alike. A JVM on a machine with much
+     * memory otherwise sizes its heap from the machine (a quarter of it), and a benchmark that pins its heap
      * ({@code -Xms} = {@code -Xmx}, pre-touched) would pin it on one side only. Other options (agents,
      * flight recordings, logging to files) are not forwarded: two processes would share their outputs.
      * Options in {@code JAVA_TOOL_OPTIONS} reach the child through the environment anyway.

@@ -362,10 +362,9 @@ public final class ProgressEngine {
      * it go only to sleep, to yield its core, or when another thread queues on the lock ({@link
      * #handOverIfWanted}). While it is held, submitters queue their tasks: a submission then costs a read
      * of the lock word and an append to the queue ({@link SubmissionQueue}: the task itself is the node).
-     * (Taken and
-     * released on every idle round, the lock word and its owner field were written twice a round, and
-     * every submitter's first reads of them missed the cache: 40 % of a thread-blocking submitter's time
-     * in the profile of docs/BENCHMARKS.md, "Where thread-blocking's extra time goes".)
+     * (Taken and released on every idle round, the lock word and its owner field were written twice a
+     * round, and every submitter's first reads of them missed the cache: 40 % of a thread-blocking
+     * submitter's time in the profile of docs/BENCHMARKS.md, "Where thread-blocking's extra time goes".)
      */
     private void loop() {
         Extensions.onProgressThreadStart();
