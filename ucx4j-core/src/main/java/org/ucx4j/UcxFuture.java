@@ -59,22 +59,16 @@ import org.ucx4j.internal.worker.OperationOwner;
 public final class UcxFuture<T> extends CompletableFuture<T> {
     private volatile Operation operation;
     private volatile Completion.Canceller canceller;
-    /** Completes this future on ucx4j's behalf; never handed to users. */
-    private final Completion completion = new Completion() {
+    /** Completes ucx4j's futures on its behalf: one for all of them; never handed to users. */
+    private static final Completion COMPLETION = new Completion() {
         @Override
-        @SuppressWarnings("unchecked") // an operation's value has the future's type by construction
-        public boolean succeed(Object value) {
-            return UcxFuture.super.complete((T) value);
+        public boolean succeed(CompletableFuture<?> future, Object value) {
+            return ((UcxFuture<?>) future).succeedWith(value);
         }
 
         @Override
-        public boolean fail(Throwable error) {
-            return UcxFuture.super.completeExceptionally(error);
-        }
-
-        @Override
-        public boolean isDone() {
-            return UcxFuture.this.isDone();
+        public boolean fail(CompletableFuture<?> future, Throwable error) {
+            return ((UcxFuture<?>) future).fail(error);
         }
     };
 
@@ -90,7 +84,7 @@ public final class UcxFuture<T> extends CompletableFuture<T> {
      * @return the operation, not yet submitted
      */
     Operation track(NativeWorker worker, OperationKind kind, OperationOwner owner, long length) {
-        Operation op = new Operation(worker, kind, owner, length, completion);
+        Operation op = new Operation(worker, kind, owner, length, this, COMPLETION);
         this.operation = op;
         return op;
     }
@@ -103,12 +97,18 @@ public final class UcxFuture<T> extends CompletableFuture<T> {
 
     /** ucx4j completes the future. */
     boolean succeed(T value) {
-        return completion.succeed(value);
+        return super.complete(value);
+    }
+
+    /** ucx4j completes the future with an operation's value, which has the future's type by construction. */
+    @SuppressWarnings("unchecked")
+    private boolean succeedWith(Object value) {
+        return super.complete((T) value);
     }
 
     /** ucx4j fails the future. */
     boolean fail(Throwable error) {
-        return completion.fail(error);
+        return super.completeExceptionally(error);
     }
 
     /** Completes this future as {@code from} completes (ucx4j's plumbing: one operation's result for another). */

@@ -159,7 +159,7 @@ public final class NativeWorker {
             try {
                 task.run();
             } catch (Throwable t) {
-                if (!op.future.isDone()) {
+                if (!op.isDone()) {
                     operations.failUnsubmitted(op, t);
                 }
             }
@@ -175,7 +175,7 @@ public final class NativeWorker {
         try {
             engine.execute(task);
         } catch (IllegalStateException workerClosed) {
-            if (!op.future.isDone()) {
+            if (!op.isDone()) {
                 operations.failUnsubmitted(op, workerClosed);
             }
         }
@@ -232,7 +232,7 @@ public final class NativeWorker {
             }
             operations.started(op, r, immediate);
         } catch (Throwable t) {
-            if (op.future.isDone()) {
+            if (op.isDone()) {
                 return;
             }
             if (op.request != 0) {

@@ -2,6 +2,7 @@ package org.ucx4j.internal.worker;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import org.ucx4j.UcxException;
 
 /**
@@ -17,8 +18,10 @@ import org.ucx4j.UcxException;
 public final class Operation extends SubmissionQueue.Task {
     private final NativeWorker worker;
     final OperationKind kind;
-    /** Completes the operation's future (users cannot). */
-    final Completion future;
+    /** The operation's future: ucx4j's, which users cannot complete. */
+    private final CompletableFuture<?> future;
+    /** How ucx4j completes it. */
+    private final Completion completion;
     /** The endpoint it runs on, or null for worker-wide operations. */
     final OperationOwner owner;
 
@@ -62,14 +65,37 @@ public final class Operation extends SubmissionQueue.Task {
      * @param kind what it is
      * @param owner the endpoint it runs on, or null for a worker-wide operation
      * @param length the bytes it moves, for error messages
-     * @param future completes the operation's future with its result (ucx4j only)
+     * @param future the operation's future, which {@code completion} completes with its result
+     * @param completion how ucx4j completes {@code future} (users cannot)
      */
-    public Operation(NativeWorker worker, OperationKind kind, OperationOwner owner, long length, Completion future) {
+    public Operation(
+            NativeWorker worker,
+            OperationKind kind,
+            OperationOwner owner,
+            long length,
+            CompletableFuture<?> future,
+            Completion completion) {
         this.worker = worker;
         this.kind = kind;
         this.owner = owner;
         this.length = length;
         this.future = future;
+        this.completion = completion;
+    }
+
+    /** Completes the future with the operation's value, unless it is done. Lock holder. */
+    boolean succeed(Object value) {
+        return completion.succeed(future, value);
+    }
+
+    /** Fails the future, unless it is done. Lock holder. */
+    boolean fail(Throwable error) {
+        return completion.fail(future, error);
+    }
+
+    /** Whether the future is done. Any thread. */
+    boolean isDone() {
+        return future.isDone();
     }
 
     /**

@@ -147,7 +147,7 @@ public final class OperationTable {
      * {@code Ucp} methods of the calls made once per message return it).
      */
     void started(Operation op, long raw, Object immediateValue) {
-        if (op.future.isDone()) {
+        if (op.isDone()) {
             // UCX already called back inside the *_nbx call (NO_IMM_CMPL) and freed the request it returns.
             return;
         }
@@ -173,12 +173,12 @@ public final class OperationTable {
             release(op);
         }
         Buffers.freeAll(op);
-        op.future.fail(t);
+        op.fail(t);
     }
 
     /** The caller asked to cancel {@code op}; {@code reason} is what its future fails with if it does. */
     void cancel(Operation op, UcxException reason) {
-        if (op.future.isDone() || op.cancelRequested) {
+        if (op.isDone() || op.cancelRequested) {
             return;
         }
         op.cancelRequested = true;
@@ -215,21 +215,21 @@ public final class OperationTable {
         }
         Buffers.freeAll(op);
         if (ok) {
-            op.future.succeed(value);
+            op.succeed(value);
         } else if (op.overrideFailure != null) {
-            op.future.fail(op.overrideFailure);
+            op.fail(op.overrideFailure);
         } else if (status == UcxStatus.MESSAGE_TRUNCATED.code()) {
-            op.future.fail(new UcxException(
+            op.fail(new UcxException(
                     op.kind.call(),
                     status,
                     "the incoming message is larger than the " + op.length + "-byte receive buffer"));
         } else if (status == UcxStatus.CANCELED.code() && op.cancelRequested) {
-            op.future.fail(
+            op.fail(
                     op.cancelReason != null
                             ? op.cancelReason
                             : new UcxCanceledException(op.kind.call(), status, "canceled by the caller"));
         } else {
-            op.future.fail(UcxException.of(op.kind.call(), status, op.describe()));
+            op.fail(UcxException.of(op.kind.call(), status, op.describe()));
         }
     }
 
@@ -324,7 +324,7 @@ public final class OperationTable {
             freeRequest(op);
             release(op);
             Buffers.freeAll(op);
-            op.future.fail(
+            op.fail(
                     op.overrideFailure != null
                             ? op.overrideFailure
                             : new UcxCanceledException(op.kind.call(), UcxStatus.CANCELED.code(), "worker closed"));
