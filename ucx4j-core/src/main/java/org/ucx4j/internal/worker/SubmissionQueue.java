@@ -17,7 +17,7 @@ import java.lang.invoke.VarHandle;
  * Dmitry Vyukov's intrusive multi-producer single-consumer queue, with a stub node.
  *
  * <p><b>The gap.</b> A producer that has exchanged the tail but not yet written the link leaves a gap:
- * the tasks from its own on cannot be handed out until it writes the link ({@link #poll} returns null
+ * its task and those behind it cannot be handed out until it writes the link ({@link #poll} returns null
  * meanwhile), and the tail may even be the stub again (the consumer put it back behind the gap). So
  * emptiness has two questions: {@link #isEmpty}, exact, for the consumer (is anything queued that was not
  * taken, gap or not); and {@link #mayBeEmpty}, for any thread, a filter that may say true while tasks are
@@ -33,8 +33,9 @@ import java.lang.invoke.VarHandle;
  * <p>Threading: {@link #offer}, {@link #mayBeEmpty} and {@link #revoke}: any thread; {@link #poll} and
  * {@link #isEmpty}: the consumer only (the lock holder; in the threaded modes the progress thread is the
  * only one that drains while it runs, and it may ask {@link #isEmpty} between its own holds of the lock;
- * the destruction drains after it stopped, or, if it did not stop in time, after it saw {@code running}
- * false). A task is queued at most once in its life.
+ * the destruction drains once it stopped, and if it did not stop in time the two may overlap, but the
+ * progress thread then sees {@code running} false and no longer drains or sleeps). A task is queued at
+ * most once in its life.
  */
 final class SubmissionQueue {
     /**
