@@ -62,8 +62,9 @@ public final class UcxFuture<T> extends CompletableFuture<T> {
     /** Completes ucx4j's futures on its behalf: one for all of them; never handed to users. */
     private static final Completion COMPLETION = new Completion() {
         @Override
+        @SuppressWarnings("unchecked") // an operation's value has its future's type by construction
         public boolean succeed(CompletableFuture<?> future, Object value) {
-            return ((UcxFuture<?>) future).succeedWith(value);
+            return ((UcxFuture<Object>) future).succeed(value);
         }
 
         @Override
@@ -98,12 +99,6 @@ public final class UcxFuture<T> extends CompletableFuture<T> {
     /** ucx4j completes the future. */
     boolean succeed(T value) {
         return super.complete(value);
-    }
-
-    /** ucx4j completes the future with an operation's value, which has the future's type by construction. */
-    @SuppressWarnings("unchecked")
-    private boolean succeedWith(Object value) {
-        return super.complete((T) value);
     }
 
     /** ucx4j fails the future. */

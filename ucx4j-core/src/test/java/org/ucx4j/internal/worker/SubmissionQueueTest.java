@@ -7,11 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntConsumer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -131,24 +134,13 @@ class SubmissionQueueTest {
         int producers = 4;
         int perProducer = 300_000;
         SubmissionQueue q = new SubmissionQueue();
-        java.util.concurrent.atomic.AtomicLong returned = new java.util.concurrent.atomic.AtomicLong();
-        CountDownLatch start = new CountDownLatch(1);
-        List<Thread> threads = new ArrayList<>();
-        for (int p = 0; p < producers; p++) {
-            int id = p;
-            threads.add(Thread.ofPlatform().daemon().start(() -> {
-                try {
-                    start.await();
-                } catch (InterruptedException e) {
-                    return;
-                }
-                for (int i = 0; i < perProducer; i++) {
-                    q.offer(new Numbered(id, i));
-                    returned.incrementAndGet();
-                }
-            }));
-        }
-        start.countDown();
+        AtomicLong returned = new AtomicLong();
+        List<Thread> threads = startProducers(producers, id -> {
+            for (int i = 0; i < perProducer; i++) {
+                q.offer(new Numbered(id, i));
+                returned.incrementAndGet();
+            }
+        });
         long taken = 0;
         long total = (long) producers * perProducer;
         while (taken < total) {
@@ -206,33 +198,22 @@ class SubmissionQueueTest {
         SubmissionQueue q = new SubmissionQueue();
         AtomicIntegerArray takenPer = new AtomicIntegerArray(producers);
         AtomicIntegerArray revokedPer = new AtomicIntegerArray(producers);
-        CountDownLatch start = new CountDownLatch(1);
-        List<Thread> threads = new ArrayList<>();
         AtomicInteger revoked = new AtomicInteger();
-        for (int p = 0; p < producers; p++) {
-            int id = p;
-            threads.add(Thread.ofPlatform().daemon().start(() -> {
-                try {
-                    start.await();
-                } catch (InterruptedException e) {
-                    return;
+        List<Thread> threads = startProducers(producers, id -> {
+            for (int i = 0; i < perProducer; i++) {
+                Numbered t = new Numbered(id, i);
+                q.offer(t);
+                // Every 1000th task is taken back at once if the consumer has not taken it yet, as a
+                // submitter does when the worker's destruction began.
+                if (i % 1000 == 999 && SubmissionQueue.revoke(t)) {
+                    revokedPer.incrementAndGet(id);
+                    revoked.incrementAndGet();
                 }
-                for (int i = 0; i < perProducer; i++) {
-                    Numbered t = new Numbered(id, i);
-                    q.offer(t);
-                    // Every 1000th task is taken back at once if the consumer has not taken it yet, as a
-                    // submitter does when the worker's destruction began.
-                    if (i % 1000 == 999 && SubmissionQueue.revoke(t)) {
-                        revokedPer.incrementAndGet(id);
-                        revoked.incrementAndGet();
-                    }
-                }
-            }));
-        }
-        start.countDown();
+            }
+        });
         int taken = 0;
         int[] lastSeq = new int[producers];
-        java.util.Arrays.fill(lastSeq, -1);
+        Arrays.fill(lastSeq, -1);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(50);
         while (taken + revoked.get() < producers * perProducer || !allDone(threads)) {
             SubmissionQueue.Task t = q.poll();
@@ -260,6 +241,28 @@ class SubmissionQueueTest {
         for (int p = 0; p < producers; p++) {
             assertEquals(perProducer, takenPer.get(p) + revokedPer.get(p), "producer " + p + "'s tasks");
         }
+    }
+
+    /**
+     * Starts {@code producers} daemon threads, released together once all are started; thread {@code id}
+     * runs {@code body.accept(id)}.
+     */
+    private static List<Thread> startProducers(int producers, IntConsumer body) {
+        CountDownLatch start = new CountDownLatch(1);
+        List<Thread> threads = new ArrayList<>();
+        for (int p = 0; p < producers; p++) {
+            int id = p;
+            threads.add(Thread.ofPlatform().daemon().start(() -> {
+                try {
+                    start.await();
+                } catch (InterruptedException e) {
+                    return;
+                }
+                body.accept(id);
+            }));
+        }
+        start.countDown();
+        return threads;
     }
 
     private static boolean allDone(List<Thread> threads) {
