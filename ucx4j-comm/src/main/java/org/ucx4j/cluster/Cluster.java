@@ -271,7 +271,8 @@ public final class Cluster implements AutoCloseable {
      * returns one comm per peer (see {@link ClusterMesh}). A collective: every worker must call it.
      *
      * @param listenAddress where to listen, for example {@code ucx://127.0.0.1:0} or {@code tcp://0.0.0.0:0}
-     * @param options the comms' options
+     * @param options the comms' options; without a configured {@code auth.secret}, the mesh's comms
+     *     authenticate with a secret derived from the launch's token
      * @return the mesh, owned by the caller
      */
     public ClusterMesh mesh(String listenAddress, CommOptions options) {

@@ -2,6 +2,8 @@ package org.ucx4j.cluster;
 
 import java.net.URI;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -12,6 +14,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
 import org.ucx4j.comm.Comm;
 import org.ucx4j.comm.CommListener;
 import org.ucx4j.comm.CommOptions;
@@ -23,10 +27,12 @@ import org.ucx4j.comm.Message;
  * Dask-CUDA's explicit comms. Each pair has one comm, opened by the higher rank to the lower one's
  * listener, and used in both directions.
  *
- * <p>Who may join: the first message on each new comm carries the connecting worker's rank and the
- * launch's token; the accepting side checks the token (in constant time) and that the rank is one it
- * expects, and aborts any other comm. The comms' own handshake secret ({@code auth.secret}) applies on top
- * when configured.
+ * <p>Who may join: the mesh's comms authenticate in their handshake with a secret derived from the launch's
+ * token (an HMAC of it), unless the options configure one ({@code auth.secret}, which then applies, and must
+ * be the same on every worker). So a process without the token gets no comm: it is refused in the handshake,
+ * and on {@code ucx://} its worker address never reaches UCX (docs/WIRE.md, "Threat model"). Then the first
+ * message on each new comm carries the connecting worker's rank and the token; the accepting side checks the
+ * token (in constant time) and that the rank is one it expects, and aborts any other comm.
  *
  * <p>Threading: safe from any thread once built. Ownership: the caller closes it, which closes every comm
  * and the listener.
@@ -44,9 +50,10 @@ public final class ClusterMesh implements AutoCloseable {
         this.comms = Map.copyOf(comms);
     }
 
-    static ClusterMesh connect(Cluster cluster, URI listenAddress, CommOptions options, Duration timeout) {
+    static ClusterMesh connect(Cluster cluster, URI listenAddress, CommOptions configured, Duration timeout) {
         int me = cluster.rank();
         byte[] token = cluster.token();
+        CommOptions options = configured.secret().isPresent() ? configured : configured.withSecret(meshSecret(token));
         Map<Integer, Comm> accepted = new ConcurrentHashMap<>();
         CompletableFuture<Void> allAccepted = new CompletableFuture<>();
         int expectedAccepts = cluster.size() - 1 - me; // the higher ranks connect to us
@@ -99,6 +106,20 @@ public final class ClusterMesh implements AutoCloseable {
         }
     }
 
+    /**
+     * The mesh's handshake secret: HMAC-SHA256 of a fixed label under the launch's token, so that the token
+     * itself never keys anything but the rendezvous and the hello.
+     */
+    static byte[] meshSecret(byte[] token) {
+        try {
+            Mac mac = Mac.getInstance("HmacSHA256");
+            mac.init(new SecretKeySpec(token, "HmacSHA256"));
+            return mac.doFinal("ucx4j cluster mesh v1".getBytes(StandardCharsets.US_ASCII));
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException("HmacSHA256 is missing from this JVM", e);
+        }
+    }
+
     private static byte[] hello(int rank, byte[] token) {
         return ByteBuffer.allocate(HELLO_BYTES).putInt(rank).put(token).array();
     }
@@ -125,6 +146,15 @@ public final class ClusterMesh implements AutoCloseable {
         opened.forEach(Comm::abort);
         accepted.values().forEach(Comm::abort);
         listener.close();
+    }
+
+    /**
+     * Where this worker's mesh listener accepts the higher ranks' comms.
+     *
+     * @return the listener's address
+     */
+    public URI address() {
+        return listener.address();
     }
 
     /**

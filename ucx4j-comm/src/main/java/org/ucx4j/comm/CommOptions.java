@@ -66,6 +66,26 @@ public final class CommOptions {
         }
     }
 
+    /** A copy of {@code o} whose handshake secret is {@code secret} (already checked). */
+    private CommOptions(CommOptions o, byte[] secret) {
+        this.config = o.config;
+        this.allocator = o.allocator;
+        this.identity = o.identity;
+        this.connectTimeout = o.connectTimeout;
+        this.closeTimeout = o.closeTimeout;
+        this.secret = secret;
+        this.multiBuffer = o.multiBuffer;
+        this.maxFrames = o.maxFrames;
+        this.maxFrameSize = o.maxFrameSize;
+        this.maxMessageSize = o.maxMessageSize;
+        this.maxInFlight = o.maxInFlight;
+        this.maxInFlightPerListener = o.maxInFlightPerListener;
+        this.maxPendingHandshakes = o.maxPendingHandshakes;
+        this.maxPendingHandshakesPerSource = o.maxPendingHandshakesPerSource;
+        this.handshakeEvictionAge = o.handshakeEvictionAge;
+        this.maxUnclosedBytes = o.maxUnclosedBytes;
+    }
+
     /**
      * Options from {@link UcxConfig#load()} and the host allocator.
      *
@@ -232,6 +252,23 @@ public final class CommOptions {
      */
     public Optional<byte[]> secret() {
         return secret == null ? Optional.empty() : Optional.of(secret.clone());
+    }
+
+    /**
+     * These options with another shared secret for the handshake, in place of the configured one (if any):
+     * for code that holds a secret of its own, such as a cluster's mesh, which derives one from its
+     * launch's token. Everything else is kept.
+     *
+     * <p>Threading: any thread; this instance is not changed. Ownership: the bytes are copied; the caller
+     * may clear its array afterwards.
+     *
+     * @param secret at least {@link #MIN_SECRET_BYTES} bytes, random ones
+     * @return new options
+     * @throws IllegalArgumentException when the secret is shorter than {@link #MIN_SECRET_BYTES}
+     */
+    public CommOptions withSecret(byte[] secret) {
+        return new CommOptions(
+                this, longEnough(Objects.requireNonNull(secret, "secret").clone(), "the secret given"));
     }
 
     private static byte[] readSecret(UcxConfig config) {

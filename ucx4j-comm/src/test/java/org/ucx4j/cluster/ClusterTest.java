@@ -20,14 +20,18 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.ucx4j.comm.CommAuthenticationException;
 import org.ucx4j.comm.CommOptions;
+import org.ucx4j.comm.Comms;
 import org.ucx4j.comm.Message;
+import org.ucx4j.testsupport.Requirements;
 
 /**
  * The rendezvous and the worker API in one JVM (a thread per worker): collectives, the token, ranks,
- * a worker leaving, and an all-to-all mesh over {@code tcp://}.
+ * a worker leaving, an all-to-all mesh over {@code tcp://}, and the mesh refusing comms without the launch's secret.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ClusterTest {
@@ -158,5 +162,51 @@ class ClusterTest {
         });
         assertEquals(
                 List.of("to 0 from 1;to 0 from 2;", "to 1 from 0;to 1 from 2;", "to 2 from 0;to 2 from 1;"), results);
+    }
+
+    @Test
+    void aMeshRefusesCommsWithoutTheLaunchsSecretOverTcp() throws Exception {
+        meshRefusesStrangers("tcp://127.0.0.1:0");
+    }
+
+    @Test
+    @Tag("native")
+    void aMeshRefusesCommsWithoutTheLaunchsSecretOverUcx() throws Exception {
+        Requirements.assumeUcx();
+        meshRefusesStrangers("ucx://127.0.0.1:0");
+    }
+
+    /**
+     * A process without the launch's token, connecting to a worker's mesh listener with no secret or with
+     * a wrong one, is refused in the comm's handshake (before any message, and on ucx:// before its worker
+     * address reaches UCX); the mesh goes on carrying messages both ways.
+     */
+    private void meshRefusesStrangers(String listen) throws Exception {
+        List<String> results = onEveryWorker(2, c -> {
+            try (ClusterMesh mesh = c.mesh(listen, CommOptions.defaults())) {
+                if (c.rank() == 0) {
+                    CommAuthenticationException none =
+                            assertThrows(CommAuthenticationException.class, () -> Comms.connect(
+                                            mesh.address(), CommOptions.defaults())
+                                    .abort());
+                    assertTrue(none.getMessage().contains("secret"), none.getMessage());
+                    byte[] guess = new byte[RendezvousWire.TOKEN_BYTES];
+                    assertThrows(CommAuthenticationException.class, () -> Comms.connect(
+                                    mesh.address(), CommOptions.defaults().withSecret(guess))
+                            .abort());
+                    // The token itself is not the comms' secret either (it is derived from it).
+                    assertThrows(CommAuthenticationException.class, () -> Comms.connect(
+                                    mesh.address(), CommOptions.defaults().withSecret(token))
+                            .abort());
+                }
+                c.barrier();
+                int peer = 1 - c.rank();
+                mesh.comm(peer).write(Message.ofBytes(("from " + c.rank()).getBytes(StandardCharsets.UTF_8)));
+                try (Message m = mesh.comm(peer).read(Duration.ofSeconds(20))) {
+                    return new String(m.frame(0).toByteArray(), StandardCharsets.UTF_8);
+                }
+            }
+        });
+        assertEquals(List.of("from 1", "from 0"), results);
     }
 }

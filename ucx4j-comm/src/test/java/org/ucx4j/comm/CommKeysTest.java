@@ -127,4 +127,34 @@ class CommKeysTest {
                 fromFile.getMessage());
         assertFalse(fromFile.getMessage().contains(shortSecret), fromFile.getMessage());
     }
+
+    @Test
+    void withSecretReplacesTheSecretKeepsTheRestAndCopiesTheBytes() {
+        CommOptions base = CommOptions.builder()
+                .config(UcxConfig.builder()
+                        .set(CommKeys.AUTH_SECRET, "configured-secret-0123")
+                        .set(CommKeys.MAX_FRAMES, 7)
+                        .build())
+                .identity("me")
+                .connectTimeout(java.time.Duration.ofSeconds(3))
+                .build();
+        byte[] given = new byte[20];
+        java.util.Arrays.fill(given, (byte) 5);
+        CommOptions other = base.withSecret(given);
+        java.util.Arrays.fill(given, (byte) 0); // the caller clears its array: the options kept a copy
+        byte[] expected = new byte[20];
+        java.util.Arrays.fill(expected, (byte) 5);
+        org.junit.jupiter.api.Assertions.assertArrayEquals(
+                expected, other.secret().orElseThrow());
+        assertEquals(7, other.maxFrames());
+        assertEquals("me", other.identity());
+        assertEquals(java.time.Duration.ofSeconds(3), other.connectTimeout());
+        assertEquals(
+                "configured-secret-0123",
+                new String(base.secret().orElseThrow(), java.nio.charset.StandardCharsets.UTF_8),
+                "the original is unchanged");
+        IllegalArgumentException tooShort = assertThrows(
+                IllegalArgumentException.class, () -> CommOptions.defaults().withSecret(new byte[15]));
+        assertTrue(tooShort.getMessage().startsWith("the secret given is too short: 15 bytes"), tooShort.getMessage());
+    }
 }
