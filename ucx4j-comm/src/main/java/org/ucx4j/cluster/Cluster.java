@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.Comms;
 
@@ -103,7 +104,8 @@ public final class Cluster implements AutoCloseable {
      * Joins the cluster described by {@code env}.
      *
      * @param env the variables ({@link #ENV_RANK} and the others)
-     * @param timeout how long connecting and the launcher's answer may take
+     * @param timeout how long connecting and the launcher's answer may take, connections that the launcher
+     *     closed without an answer tried again meanwhile
      * @return the membership, owned by the caller
      * @throws IllegalStateException as {@link #join()}
      */
@@ -122,34 +124,58 @@ public final class Cluster implements AutoCloseable {
         }
         String host = where.substring(0, colon).replace("[", "").replace("]", "");
         int port = intVariable(Map.of(ENV_RENDEZVOUS, where.substring(colon + 1)), ENV_RENDEZVOUS);
-        Socket s = new Socket();
-        try {
-            s.setTcpNoDelay(true);
-            s.connect(new InetSocketAddress(host, port), (int) timeout.toMillis());
-            s.setSoTimeout((int) timeout.toMillis());
-            Cluster c =
-                    new Cluster(rank, expectedSize, env.getOrDefault(ENV_NAME, "w" + rank), env.get(ENV_GPU), token, s);
-            c.out.write(RendezvousWire.MAGIC);
-            c.out.write(token);
-            c.out.writeInt(rank);
-            c.out.flush();
-            int status = c.in.readInt();
-            if (status != RendezvousWire.OK) {
-                throw new IllegalStateException("the launcher refused rank " + rank + ": " + c.in.readUTF());
+        // The launcher closes a connection it has no slot for (strangers may hold them for a while): such a
+        // connection, closed before any answer, is tried again until the time is up.
+        long deadline = System.nanoTime() + timeout.toNanos();
+        long backoffMillis = 20;
+        while (true) {
+            Socket s = new Socket();
+            try {
+                s.setTcpNoDelay(true);
+                int left = (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
+                s.connect(new InetSocketAddress(host, port), left);
+                s.setSoTimeout(left);
+                Cluster c = new Cluster(
+                        rank, expectedSize, env.getOrDefault(ENV_NAME, "w" + rank), env.get(ENV_GPU), token, s);
+                c.out.write(RendezvousWire.MAGIC);
+                c.out.write(token);
+                c.out.writeInt(rank);
+                c.out.flush();
+                int status = c.in.readInt();
+                if (status != RendezvousWire.OK) {
+                    throw new IllegalStateException("the launcher refused rank " + rank + ": " + c.in.readUTF());
+                }
+                int size = c.in.readInt();
+                if (size != expectedSize) {
+                    throw new IllegalStateException("the launcher says the cluster has " + size + " workers, "
+                            + ENV_SIZE + " says " + expectedSize);
+                }
+                s.setSoTimeout(0);
+                return c;
+            } catch (IOException e) {
+                closeQuietly(s);
+                long leftMillis = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+                if (leftMillis <= backoffMillis) {
+                    String hint = e instanceof java.io.EOFException
+                            ? " (the launcher closed the connection without an answer: a wrong token, or no free"
+                                    + " slot for a hello all that time)"
+                            : "";
+                    throw new IllegalStateException(
+                            "cannot join the cluster at " + where + " as rank " + rank + " within " + timeout.toMillis()
+                                    + " ms: " + e + hint,
+                            e);
+                }
+                try {
+                    Thread.sleep(backoffMillis);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted while joining the cluster as rank " + rank, ie);
+                }
+                backoffMillis = Math.min(500, backoffMillis * 2);
+            } catch (RuntimeException e) {
+                closeQuietly(s);
+                throw e;
             }
-            int size = c.in.readInt();
-            if (size != expectedSize) {
-                throw new IllegalStateException("the launcher says the cluster has " + size + " workers, " + ENV_SIZE
-                        + " says " + expectedSize);
-            }
-            s.setSoTimeout(0);
-            return c;
-        } catch (IOException e) {
-            closeQuietly(s);
-            throw new IllegalStateException("cannot join the cluster at " + where + " as rank " + rank + ": " + e, e);
-        } catch (RuntimeException e) {
-            closeQuietly(s);
-            throw e;
         }
     }
 

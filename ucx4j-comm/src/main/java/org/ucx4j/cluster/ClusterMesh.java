@@ -14,6 +14,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 import org.ucx4j.comm.Comm;
@@ -31,14 +32,16 @@ import org.ucx4j.comm.Message;
  * token (an HMAC of it), unless the options configure one ({@code auth.secret}, which then applies, and must
  * be the same on every worker). So a process without the token gets no comm: it is refused in the handshake,
  * and on {@code ucx://} its worker address never reaches UCX (docs/WIRE.md, "Threat model"). Then the first
- * message on each new comm carries the connecting worker's rank and the token; the accepting side checks the
- * token (in constant time) and that the rank is one it expects, and aborts any other comm.
+ * message on each new comm carries the connecting worker's rank and a proof of the token (another HMAC under
+ * it: the token itself never travels); the accepting side checks the proof (in constant time) and that the
+ * rank is one it expects, and aborts any other comm.
  *
  * <p>Threading: safe from any thread once built. Ownership: the caller closes it, which closes every comm
  * and the listener.
  */
 public final class ClusterMesh implements AutoCloseable {
-    private static final int HELLO_BYTES = Integer.BYTES + RendezvousWire.TOKEN_BYTES;
+    /** A hello: the rank, and the token's proof (an HMAC-SHA256 under it). */
+    private static final int HELLO_BYTES = Integer.BYTES + 32;
 
     private final int rank;
     private final CommListener listener;
@@ -55,6 +58,8 @@ public final class ClusterMesh implements AutoCloseable {
         byte[] token = cluster.token();
         CommOptions options = configured.secret().isPresent() ? configured : configured.withSecret(meshSecret(token));
         Map<Integer, Comm> accepted = new ConcurrentHashMap<>();
+        // Set once connecting gave up: a comm accepted after that is aborted, not left open.
+        AtomicBoolean abandoned = new AtomicBoolean();
         CompletableFuture<Void> allAccepted = new CompletableFuture<>();
         int expectedAccepts = cluster.size() - 1 - me; // the higher ranks connect to us
         if (expectedAccepts == 0) {
@@ -73,6 +78,11 @@ public final class ClusterMesh implements AutoCloseable {
                     if (accepted.putIfAbsent(peer, comm) != null) {
                         comm.abort();
                         throw new IllegalStateException("rank " + peer + " connected twice");
+                    }
+                    if (abandoned.get()) {
+                        accepted.remove(peer, comm);
+                        comm.abort();
+                        return;
                     }
                     if (accepted.size() == expectedAccepts) {
                         allAccepted.complete(null);
@@ -93,14 +103,17 @@ public final class ClusterMesh implements AutoCloseable {
             comms.putAll(accepted);
             return new ClusterMesh(me, listener, comms);
         } catch (TimeoutException e) {
+            abandoned.set(true);
             closeAll(opened, accepted, listener);
             throw new IllegalStateException("rank " + me + ": only " + accepted.size() + " of " + expectedAccepts
                     + " higher ranks connected within " + timeout.toSeconds() + " s");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+            abandoned.set(true);
             closeAll(opened, accepted, listener);
             throw new IllegalStateException("interrupted while connecting the mesh", e);
         } catch (ExecutionException | RuntimeException e) {
+            abandoned.set(true);
             closeAll(opened, accepted, listener);
             throw e instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
         }
@@ -111,17 +124,29 @@ public final class ClusterMesh implements AutoCloseable {
      * itself never keys anything but the rendezvous and the hello.
      */
     static byte[] meshSecret(byte[] token) {
+        return hmac(token, "ucx4j cluster mesh v1");
+    }
+
+    /** The proof of the token in a hello: the token itself would travel in clear on every comm. */
+    static byte[] helloProof(byte[] token) {
+        return hmac(token, "ucx4j cluster mesh hello v1");
+    }
+
+    private static byte[] hmac(byte[] key, String label) {
         try {
             Mac mac = Mac.getInstance("HmacSHA256");
-            mac.init(new SecretKeySpec(token, "HmacSHA256"));
-            return mac.doFinal("ucx4j cluster mesh v1".getBytes(StandardCharsets.US_ASCII));
+            mac.init(new SecretKeySpec(key, "HmacSHA256"));
+            return mac.doFinal(label.getBytes(StandardCharsets.US_ASCII));
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("HmacSHA256 is missing from this JVM", e);
         }
     }
 
-    private static byte[] hello(int rank, byte[] token) {
-        return ByteBuffer.allocate(HELLO_BYTES).putInt(rank).put(token).array();
+    static byte[] hello(int rank, byte[] token) {
+        return ByteBuffer.allocate(HELLO_BYTES)
+                .putInt(rank)
+                .put(helloProof(token))
+                .array();
     }
 
     private static int checkHello(Message hello, byte[] token, int me, int size) {
@@ -130,9 +155,9 @@ public final class ClusterMesh implements AutoCloseable {
         }
         ByteBuffer b = ByteBuffer.wrap(hello.frame(0).toByteArray());
         int peer = b.getInt();
-        byte[] presented = new byte[RendezvousWire.TOKEN_BYTES];
+        byte[] presented = new byte[HELLO_BYTES - Integer.BYTES];
         b.get(presented);
-        if (!MessageDigest.isEqual(presented, token)) {
+        if (!MessageDigest.isEqual(presented, helloProof(token))) {
             throw new IllegalStateException("a mesh peer without the launch's token");
         }
         if (peer <= me || peer >= size) {

@@ -10,42 +10,68 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
+import java.nio.ByteBuffer;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Map;
-import java.util.concurrent.Semaphore;
+import java.util.Objects;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.ucx4j.comm.internal.RefusalLog;
 
 /**
  * The launcher's side of the rendezvous: workers of one launch connect, prove they hold the launch's token,
  * and then run collectives ({@link Cluster#allGather}) through it, so that each learns the others'
  * addresses. {@code ucx4j launch} starts one per launch; programs use {@link Cluster}.
  *
- * <p>Not an open door: it listens on the address it is given (the launcher's default is loopback), a
- * connection must send the 32-byte token within {@link #HELLO_TIMEOUT_MILLIS} ms (compared in constant
- * time) before anything else is read, at most {@link #MAX_PENDING_HELLOS} connections may be waiting
- * for their hello at once, each rank joins once, and every length a peer sends is bounded
- * ({@link RendezvousWire}).
+ * <p>Not an open door: it listens on the address it is given (the launcher's default is loopback), and
+ * only until every rank has joined. A connection must send its whole hello, with the 32-byte token
+ * (compared in constant time), within {@link #HELLO_TIMEOUT_MILLIS} ms of being accepted, before anything
+ * else is read. At most {@link #MAX_PENDING_HELLOS} connections may be waiting for their hello at once;
+ * when all are taken, the oldest gives way to a newcomer once it is {@link #HELLO_EVICTION_AGE_MILLIS} ms
+ * old (else the newcomer is closed, and an honest worker's {@link Cluster#join} tries again), so silent
+ * connections keep no worker out unless they are opened faster than they age. Refusals are logged at a
+ * bounded rate. Each rank joins once, and every length a peer sends is bounded ({@link RendezvousWire}).
+ *
+ * <p>A worker that holds the token is trusted with the launch, but cannot make the launcher hold more
+ * than one round of values (a value for a round after the current one is a protocol error, which fails
+ * the cluster naming the rank), and cannot stall the others for ever: a round's values that a worker does
+ * not take within {@link #WRITE_TIMEOUT_MILLIS} ms close its connection, and the others' collectives fail
+ * naming it. A worker whose connection is lost once it was admitted, even before its acknowledgement, has
+ * left the cluster.
  *
  * <p>Threading: the accept loop runs on a platform thread, each connection on a virtual thread; every
  * method is safe from any thread. Ownership: the caller closes it, which closes every connection.
  */
 public final class RendezvousServer implements AutoCloseable {
-    /** How long a new connection may take to send its hello. */
+    /** How long a new connection may take to send its whole hello. */
     public static final int HELLO_TIMEOUT_MILLIS = 10_000;
-    /** How many connections may be waiting for their hello at once; more are closed at once. */
+    /** How many connections may be waiting for their hello at once (see the class comment for more). */
     public static final int MAX_PENDING_HELLOS = 64;
+    /** How old the oldest waiting hello must be to give way to a newcomer when every slot is taken. */
+    public static final int HELLO_EVICTION_AGE_MILLIS = 1_000;
+    /** How long writing a round's values (or a failure) to one worker may take before it is cut off. */
+    public static final int WRITE_TIMEOUT_MILLIS = 30_000;
 
     private static final Logger LOG = LoggerFactory.getLogger(RendezvousServer.class);
 
     private final ServerSocket server;
     private final int size;
     private final byte[] token;
-    private final Semaphore pendingHellos = new Semaphore(MAX_PENDING_HELLOS);
+    private final Limits limits;
+    private final RefusalLog refusals;
+    /** Connections waiting for their hello, oldest first (guarded by itself). */
+    private final ArrayDeque<Pending> pending = new ArrayDeque<>();
+
     private final Member[] members;
     private final Map<Integer, byte[][]> rounds = new HashMap<>();
     private final Map<Integer, Integer> roundCounts = new HashMap<>();
@@ -55,11 +81,32 @@ public final class RendezvousServer implements AutoCloseable {
     private String failure;
     private boolean closed;
 
-    private RendezvousServer(ServerSocket server, int size, byte[] token) {
+    /**
+     * The server's time limits, and where its refusals are logged: {@link #DEFAULTS} but in tests.
+     *
+     * @param helloTimeoutMillis {@link #HELLO_TIMEOUT_MILLIS}
+     * @param evictionAgeMillis {@link #HELLO_EVICTION_AGE_MILLIS}
+     * @param writeTimeoutMillis {@link #WRITE_TIMEOUT_MILLIS}
+     * @param refusalSink where refusal lines go, or null for this class's logger (at WARN, rate-limited)
+     */
+    record Limits(int helloTimeoutMillis, int evictionAgeMillis, int writeTimeoutMillis, Consumer<String> refusalSink) {
+        static final Limits DEFAULTS =
+                new Limits(HELLO_TIMEOUT_MILLIS, HELLO_EVICTION_AGE_MILLIS, WRITE_TIMEOUT_MILLIS, null);
+    }
+
+    /** A connection waiting for its hello, since when (nanoTime). */
+    private record Pending(Socket socket, long since) {}
+
+    private RendezvousServer(ServerSocket server, int size, byte[] token, Limits limits) {
         this.server = server;
         this.size = size;
         this.token = token.clone();
+        this.limits = limits;
         this.members = new Member[size];
+        String where = "rendezvous " + address();
+        this.refusals = limits.refusalSink() == null
+                ? new RefusalLog(LOG, where)
+                : new RefusalLog(limits.refusalSink(), where, Duration.ofSeconds(10), 5, System::nanoTime);
     }
 
     /**
@@ -94,6 +141,11 @@ public final class RendezvousServer implements AutoCloseable {
      * @throws IOException when the address cannot be bound
      */
     public static RendezvousServer start(InetAddress bind, int size, byte[] token) throws IOException {
+        return start(bind, size, token, Limits.DEFAULTS);
+    }
+
+    /** {@link #start(InetAddress, int, byte[])} with other limits (tests). */
+    static RendezvousServer start(InetAddress bind, int size, byte[] token, Limits limits) throws IOException {
         if (size < 1 || size > RendezvousWire.MAX_SIZE) {
             throw new IllegalArgumentException("cluster size " + size + " (1.." + RendezvousWire.MAX_SIZE + ")");
         }
@@ -107,7 +159,7 @@ public final class RendezvousServer implements AutoCloseable {
             s.close();
             throw e;
         }
-        RendezvousServer r = new RendezvousServer(s, size, token);
+        RendezvousServer r = new RendezvousServer(s, size, token, limits);
         Thread.ofPlatform().daemon(true).name("ucx4j-rendezvous-accept").start(r::acceptLoop);
         return r;
     }
@@ -166,64 +218,141 @@ public final class RendezvousServer implements AutoCloseable {
             } catch (IOException e) {
                 return; // closed
             }
-            if (!pendingHellos.tryAcquire()) {
+            Pending p = new Pending(s, System.nanoTime());
+            Pending evicted = null;
+            boolean room;
+            synchronized (pending) {
+                Pending oldest = pending.peekFirst();
+                if (pending.size() >= MAX_PENDING_HELLOS
+                        && p.since() - oldest.since() >= TimeUnit.MILLISECONDS.toNanos(limits.evictionAgeMillis())) {
+                    evicted = pending.pollFirst();
+                }
+                room = pending.size() < MAX_PENDING_HELLOS;
+                if (room) {
+                    pending.addLast(p);
+                }
+            }
+            if (evicted != null) {
+                refusals.refused(
+                        "hello evicted",
+                        "closed {}, whose hello was not complete after {} ms, for a newcomer (every slot taken)",
+                        evicted.socket().getRemoteSocketAddress(),
+                        TimeUnit.NANOSECONDS.toMillis(p.since() - evicted.since()));
+                closeQuietly(evicted.socket());
+            }
+            if (!room) {
+                refusals.refused(
+                        "no slot",
+                        "closed {} at once: {} connections are waiting for their hello",
+                        s.getRemoteSocketAddress(),
+                        MAX_PENDING_HELLOS);
                 closeQuietly(s);
                 continue;
             }
-            Thread.ofVirtual().name("ucx4j-rendezvous-" + s.getPort()).start(() -> serve(s));
+            Thread.ofVirtual().name("ucx4j-rendezvous-" + s.getPort()).start(() -> serve(p));
         }
     }
 
-    private void serve(Socket s) {
-        Member member;
+    /**
+     * Reads the hello (magic, token, rank) within the hello timeout, counted from the connection's
+     * accept: each read waits only for what is left of it, so a hello sent a byte at a time cannot hold
+     * its slot for longer.
+     */
+    private byte[] readHello(Socket s, DataInputStream in, long since) throws IOException {
+        byte[] hello = new byte[RendezvousWire.MAGIC.length + RendezvousWire.TOKEN_BYTES + Integer.BYTES];
+        long deadline = since + TimeUnit.MILLISECONDS.toNanos(limits.helloTimeoutMillis());
+        int off = 0;
+        while (off < hello.length) {
+            long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+            if (left <= 0) {
+                throw new SocketTimeoutException("no whole hello within " + limits.helloTimeoutMillis() + " ms");
+            }
+            s.setSoTimeout((int) Math.min(Integer.MAX_VALUE, left));
+            int n = in.read(hello, off, hello.length - off);
+            if (n < 0) {
+                throw new java.io.EOFException("closed before its hello was complete");
+            }
+            off += n;
+        }
+        return hello;
+    }
+
+    private void serve(Pending p) {
+        Socket s = p.socket();
+        Member member = null;
+        boolean admitted = false;
         DataInputStream in;
         try {
-            s.setSoTimeout(HELLO_TIMEOUT_MILLIS);
             s.setTcpNoDelay(true);
             in = new DataInputStream(new BufferedInputStream(s.getInputStream()));
             DataOutputStream out = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
-            byte[] magic = RendezvousWire.readBytes(in, RendezvousWire.MAGIC.length);
-            byte[] presented = RendezvousWire.readBytes(in, RendezvousWire.TOKEN_BYTES);
-            int rank = in.readInt();
+            ByteBuffer hello = ByteBuffer.wrap(readHello(s, in, p.since()));
+            // Out of the waiting set before anything is decided: a connection evicted from now on would be
+            // an admitted worker cut off during its acknowledgement, which fails the cluster.
+            synchronized (pending) {
+                if (!pending.remove(p)) {
+                    closeQuietly(s); // evicted just as its hello came in: its worker tries again
+                    return;
+                }
+            }
+            byte[] magic = new byte[RendezvousWire.MAGIC.length];
+            byte[] presented = new byte[RendezvousWire.TOKEN_BYTES];
+            hello.get(magic).get(presented);
+            int rank = hello.getInt();
             if (!Arrays.equals(magic, RendezvousWire.MAGIC) || !MessageDigest.isEqual(presented, token)) {
                 // Nothing is said to a peer without the token.
-                LOG.warn(
-                        "rendezvous: refused a connection from {} without the launch's token",
+                refusals.refused(
+                        "no token",
+                        "refused a connection from {} without the launch's token",
                         s.getRemoteSocketAddress());
                 closeQuietly(s);
                 return;
             }
-            member = new Member(rank, s, out);
+            member = new Member(rank, s, out, limits.writeTimeoutMillis());
             String refusal = admit(member);
             if (refusal != null) {
                 member.send(RendezvousWire.ERROR, refusal);
                 closeQuietly(s);
                 return;
             }
-            synchronized (member) {
-                out.writeInt(RendezvousWire.OK);
-                out.writeInt(size);
-                out.flush();
-            }
+            admitted = true;
+            member.acknowledge(size);
             s.setSoTimeout(0);
         } catch (SocketTimeoutException e) {
-            LOG.warn("rendezvous: {} sent no hello within {} ms", s.getRemoteSocketAddress(), HELLO_TIMEOUT_MILLIS);
+            refusals.refused(
+                    "no hello",
+                    "{} sent no whole hello within {} ms",
+                    s.getRemoteSocketAddress(),
+                    limits.helloTimeoutMillis());
             closeQuietly(s);
             return;
         } catch (IOException e) {
-            closeQuietly(s);
+            if (admitted) {
+                // Its rank is taken: without leaving, the others would wait for it for ever.
+                leave(member, "lost its connection before its acknowledgement (" + e.getMessage() + ")");
+            } else {
+                closeQuietly(s);
+            }
             return;
         } finally {
-            pendingHellos.release();
+            synchronized (pending) {
+                pending.remove(p); // when the hello did not come (after it came, it is gone already)
+            }
         }
         String why = "closed its connection";
         try {
             for (int round = 0; ; round++) {
                 byte[] value = RendezvousWire.readValue(in, RendezvousWire.MAX_VALUE);
-                contribute(member, round, value);
+                String violation = contribute(member, round, value);
+                if (violation != null) {
+                    why = violation;
+                    break;
+                }
             }
         } catch (IOException e) {
-            if (!(e instanceof java.io.EOFException)) {
+            if (member.stalled()) {
+                why = "did not take a round's values within " + limits.writeTimeoutMillis() + " ms";
+            } else if (!(e instanceof java.io.EOFException)) {
                 why = "lost its connection (" + e.getMessage() + ")";
             }
         }
@@ -244,15 +373,34 @@ public final class RendezvousServer implements AutoCloseable {
             return "rank " + m.rank + " has already joined";
         }
         members[m.rank] = m;
+        if (Arrays.stream(members).allMatch(Objects::nonNull)) {
+            // Every rank is in: nobody else may join, so nobody else need reach the port.
+            try {
+                server.close();
+            } catch (IOException ignored) {
+                // the accept loop ends either way
+            }
+        }
         return null;
     }
 
-    private void contribute(Member m, int round, byte[] value) {
+    /**
+     * Adds a worker's value to its round; sends the round to every worker once it is complete.
+     *
+     * @return null, or why the worker broke the protocol (a value for a round after the current one)
+     */
+    private String contribute(Member m, int round, byte[] value) {
         byte[][] complete = null;
         Member[] to = null;
         synchronized (this) {
             if (failure != null || closed) {
-                return; // this rank was told already
+                return null; // this rank was told already
+            }
+            if (round != roundsCompleted) {
+                // Collectives are in lock step: a worker learns round r's values before it can give round
+                // r + 1's. One that runs ahead would make the launcher keep every round it sends.
+                return "sent a value for round " + round + " while round " + roundsCompleted
+                        + " was not complete (collectives are in lock step)";
             }
             byte[][] values = rounds.computeIfAbsent(round, r -> new byte[size][]);
             values[m.rank] = value;
@@ -270,6 +418,7 @@ public final class RendezvousServer implements AutoCloseable {
                 each.sendRound(complete);
             }
         }
+        return null;
     }
 
     private void leave(Member m, String why) {
@@ -283,6 +432,8 @@ public final class RendezvousServer implements AutoCloseable {
             }
             message = "rank " + m.rank + " " + why + ": the cluster can no longer run collectives";
             failure = message;
+            rounds.clear(); // no round completes any more
+            roundCounts.clear();
             others = members.clone();
             completed = roundsCompleted;
         }
@@ -304,23 +455,69 @@ public final class RendezvousServer implements AutoCloseable {
         }
     }
 
-    /** One joined worker: its connection, written under its own lock (package-private for its test). */
+    /**
+     * One joined worker: its connection, written under its own lock (package-private for its test). Every
+     * write has a deadline: a worker that does not take what is written within it has its connection
+     * closed, and its reader then reports it stalled.
+     */
     static final class Member {
         final int rank;
         final Socket socket;
         final DataOutputStream out;
+        private final int writeTimeoutMillis;
+        /** Set when a write outlasted its deadline and the connection was closed for it. */
+        private volatile boolean stalled;
 
-        Member(int rank, Socket socket, DataOutputStream out) {
+        Member(int rank, Socket socket, DataOutputStream out, int writeTimeoutMillis) {
             this.rank = rank;
             this.socket = socket;
             this.out = out;
+            this.writeTimeoutMillis = writeTimeoutMillis;
+        }
+
+        boolean stalled() {
+            return stalled;
+        }
+
+        /** What a write does; it may block while the worker does not read. */
+        private interface Write {
+            void to(DataOutputStream out) throws IOException;
+        }
+
+        /**
+         * Writes and flushes with a deadline: past it the connection is closed, which ends a write blocked
+         * on a worker that does not read (it then fails with an IOException).
+         */
+        private void writeWithin(Write write) throws IOException {
+            ScheduledFuture<?> cut = WriteDeadlines.TIMER.schedule(
+                    () -> {
+                        stalled = true;
+                        closeQuietly();
+                    },
+                    writeTimeoutMillis,
+                    TimeUnit.MILLISECONDS);
+            try {
+                write.to(out);
+                out.flush();
+            } finally {
+                cut.cancel(false);
+            }
+        }
+
+        /** The join's acknowledgement: OK and the cluster's size. */
+        synchronized void acknowledge(int size) throws IOException {
+            writeWithin(o -> {
+                o.writeInt(RendezvousWire.OK);
+                o.writeInt(size);
+            });
         }
 
         synchronized void send(int status, String message) {
             try {
-                out.writeInt(status);
-                out.writeUTF(message);
-                out.flush();
+                writeWithin(o -> {
+                    o.writeInt(status);
+                    o.writeUTF(message);
+                });
             } catch (IOException ignored) {
                 // the worker is gone; its own reader notices
             }
@@ -362,13 +559,14 @@ public final class RendezvousServer implements AutoCloseable {
 
         private void writeRound(byte[][] values) {
             try {
-                out.writeInt(RendezvousWire.OK);
-                out.writeInt(values.length);
-                for (byte[] v : values) {
-                    out.writeInt(v.length);
-                    out.write(v);
-                }
-                out.flush();
+                writeWithin(o -> {
+                    o.writeInt(RendezvousWire.OK);
+                    o.writeInt(values.length);
+                    for (byte[] v : values) {
+                        o.writeInt(v.length);
+                        o.write(v);
+                    }
+                });
             } catch (IOException ignored) {
                 // the worker is gone; its own reader notices
             }
@@ -384,6 +582,20 @@ public final class RendezvousServer implements AutoCloseable {
 
         void closeQuietly() {
             RendezvousServer.closeQuietly(socket);
+        }
+    }
+
+    /** The one timer thread that cuts off writes past their deadline, started on first use. */
+    private static final class WriteDeadlines {
+        static final ScheduledThreadPoolExecutor TIMER = timer();
+
+        private static ScheduledThreadPoolExecutor timer() {
+            ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1, r -> Thread.ofPlatform()
+                    .daemon(true)
+                    .name("ucx4j-rendezvous-write-deadlines")
+                    .unstarted(r));
+            t.setRemoveOnCancelPolicy(true); // a write that ended leaves nothing queued
+            return t;
         }
     }
 }

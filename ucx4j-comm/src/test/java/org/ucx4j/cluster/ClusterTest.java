@@ -48,9 +48,14 @@ class ClusterTest {
     }
 
     private Map<String, String> env(int rank, int size, byte[] presented) {
+        return workerEnv(server.address(), presented, rank, size);
+    }
+
+    /** The environment {@code ucx4j launch} gives worker {@code rank}. */
+    static Map<String, String> workerEnv(String rendezvous, byte[] token, int rank, int size) {
         Map<String, String> e = new HashMap<>();
-        e.put(Cluster.ENV_RENDEZVOUS, server.address());
-        e.put(Cluster.ENV_TOKEN, RendezvousServer.tokenText(presented));
+        e.put(Cluster.ENV_RENDEZVOUS, rendezvous);
+        e.put(Cluster.ENV_TOKEN, RendezvousServer.tokenText(token));
         e.put(Cluster.ENV_RANK, Integer.toString(rank));
         e.put(Cluster.ENV_SIZE, Integer.toString(size));
         return e;
@@ -103,8 +108,9 @@ class ClusterTest {
         byte[] wrong = token.clone();
         wrong[0] ^= 1;
         IllegalStateException e =
-                assertThrows(IllegalStateException.class, () -> Cluster.join(env(0, 1, wrong), Duration.ofSeconds(10)));
+                assertThrows(IllegalStateException.class, () -> Cluster.join(env(0, 1, wrong), Duration.ofSeconds(2)));
         assertTrue(e.getMessage().contains("cannot join the cluster"), e.getMessage());
+        assertTrue(e.getMessage().contains("a wrong token"), e.getMessage());
         try (Cluster c = Cluster.join(env(0, 1, token), Duration.ofSeconds(10))) {
             assertArrayEquals(new byte[] {7}, c.allGather(new byte[] {7}).get(0));
         }

@@ -43,7 +43,10 @@ class RendezvousMemberTest {
         serverSide = listener.accept();
         workerSide.setSoTimeout(10_000);
         member = new RendezvousServer.Member(
-                1, serverSide, new DataOutputStream(new BufferedOutputStream(serverSide.getOutputStream())));
+                1,
+                serverSide,
+                new DataOutputStream(new BufferedOutputStream(serverSide.getOutputStream())),
+                RendezvousServer.WRITE_TIMEOUT_MILLIS);
         worker = new DataInputStream(new BufferedInputStream(workerSide.getInputStream()));
     }
 

@@ -17,9 +17,9 @@ import org.slf4j.helpers.MessageFormatter;
  *
  * <p>Threading: safe from any thread (the listener's accept loop, its handshake threads, UCX's progress
  * thread). The summary is written by a timer of {@link CommTimers}, so it comes even when the flood
- * stops.
+ * stops. Public for the cluster rendezvous ({@code org.ucx4j.cluster}); this package is not exported.
  */
-final class RefusalLog {
+public final class RefusalLog {
     /** The length of one window. */
     static final Duration WINDOW = Duration.ofSeconds(10);
     /** Refusals logged one by one per window. */
@@ -39,15 +39,25 @@ final class RefusalLog {
     private boolean summaryScheduled;
 
     /**
+     * A log of the default window and quota.
+     *
      * @param log where the lines go (at WARN)
      * @param where what refuses, as the lines start ({@code ucx://10.0.0.1:13337})
      */
-    RefusalLog(Logger log, String where) {
+    public RefusalLog(Logger log, String where) {
         this(log::warn, where, WINDOW, PER_WINDOW, System::nanoTime);
     }
 
-    /** For tests: any sink, window and clock. */
-    RefusalLog(Consumer<String> sink, String where, Duration window, int perWindow, LongSupplier nanoClock) {
+    /**
+     * Any sink, window and clock (tests).
+     *
+     * @param sink where the lines go
+     * @param where what refuses, as the lines start
+     * @param window the length of one window
+     * @param perWindow refusals logged one by one per window
+     * @param nanoClock the clock, in nanoseconds
+     */
+    public RefusalLog(Consumer<String> sink, String where, Duration window, int perWindow, LongSupplier nanoClock) {
         this.sink = sink;
         this.where = where;
         this.windowNanos = window.toNanos();
@@ -63,7 +73,7 @@ final class RefusalLog {
      * @param format an SLF4J format for the line after {@code where}: {@code "refused {}: {}"}
      * @param args the format's arguments
      */
-    void refused(String kind, String format, Object... args) {
+    public void refused(String kind, String format, Object... args) {
         String summary;
         boolean logIt;
         boolean schedule = false;
