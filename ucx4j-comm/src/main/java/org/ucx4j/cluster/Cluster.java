@@ -5,8 +5,10 @@ import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -104,8 +106,8 @@ public final class Cluster implements AutoCloseable {
      * Joins the cluster described by {@code env}.
      *
      * @param env the variables ({@link #ENV_RANK} and the others)
-     * @param timeout how long connecting and the launcher's answer may take, connections that the launcher
-     *     closed without an answer tried again meanwhile
+     * @param timeout how long connecting and the launcher's answer may take; a connection that the launcher
+     *     closes without an answer (it had no free slot, or the token is wrong) is tried again meanwhile
      * @return the membership, owned by the caller
      * @throws IllegalStateException as {@link #join()}
      */
@@ -125,15 +127,19 @@ public final class Cluster implements AutoCloseable {
         String host = where.substring(0, colon).replace("[", "").replace("]", "");
         int port = intVariable(Map.of(ENV_RENDEZVOUS, where.substring(colon + 1)), ENV_RENDEZVOUS);
         // The launcher closes a connection it has no slot for (strangers may hold them for a while): such a
-        // connection, closed before any answer, is tried again until the time is up.
+        // connection, closed before any answer, is tried again until the time is up. Nothing else is: a
+        // launcher that cannot be reached, or that answers, is reported at once.
         long deadline = System.nanoTime() + timeout.toNanos();
         long backoffMillis = 20;
+        boolean closedWithoutAnswer = false;
         while (true) {
             Socket s = new Socket();
+            boolean connected = false;
             try {
                 s.setTcpNoDelay(true);
                 int left = (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
                 s.connect(new InetSocketAddress(host, port), left);
+                connected = true;
                 s.setSoTimeout(left);
                 Cluster c = new Cluster(
                         rank, expectedSize, env.getOrDefault(ENV_NAME, "w" + rank), env.get(ENV_GPU), token, s);
@@ -154,12 +160,16 @@ public final class Cluster implements AutoCloseable {
                 return c;
             } catch (IOException e) {
                 closeQuietly(s);
+                boolean unanswered = connected && !(e instanceof SocketTimeoutException);
+                closedWithoutAnswer |= unanswered;
                 long leftMillis = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-                if (leftMillis <= backoffMillis) {
-                    String hint = e instanceof java.io.EOFException
-                            ? " (the launcher closed the connection without an answer: a wrong token, or no free"
-                                    + " slot for a hello all that time)"
-                            : "";
+                if (!unanswered || leftMillis <= backoffMillis) {
+                    String hint = e instanceof ConnectException
+                            ? " (nothing listens there: the launcher stopped, or every rank has joined already)"
+                            : closedWithoutAnswer
+                                    ? " (the launcher closed the connection without an answer: a wrong token, or no"
+                                            + " free slot for a hello all that time)"
+                                    : "";
                     throw new IllegalStateException(
                             "cannot join the cluster at " + where + " as rank " + rank + " within " + timeout.toMillis()
                                     + " ms: " + e + hint,

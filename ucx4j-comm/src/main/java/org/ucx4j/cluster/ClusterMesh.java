@@ -127,9 +127,15 @@ public final class ClusterMesh implements AutoCloseable {
         return hmac(token, "ucx4j cluster mesh v1");
     }
 
-    /** The proof of the token in a hello: the token itself would travel in clear on every comm. */
-    static byte[] helloProof(byte[] token) {
-        return hmac(token, "ucx4j cluster mesh hello v1");
+    /**
+     * The proof of the token in rank {@code rank}'s hello: the token itself would travel in clear on every
+     * comm. It is the same on every comm of that rank in a launch, so whoever sees one (on a {@code tcp://}
+     * mesh, which is not encrypted) and can pass the comm's handshake could replay it for that rank: with the
+     * derived secret that takes the token anyway; with a configured {@code auth.secret}, an eavesdropper
+     * who holds that secret (docs/WIRE.md leaves eavesdroppers out of its threat model).
+     */
+    static byte[] helloProof(byte[] token, int rank) {
+        return hmac(token, "ucx4j cluster mesh hello v1, rank " + rank);
     }
 
     private static byte[] hmac(byte[] key, String label) {
@@ -145,7 +151,7 @@ public final class ClusterMesh implements AutoCloseable {
     static byte[] hello(int rank, byte[] token) {
         return ByteBuffer.allocate(HELLO_BYTES)
                 .putInt(rank)
-                .put(helloProof(token))
+                .put(helloProof(token, rank))
                 .array();
     }
 
@@ -157,12 +163,12 @@ public final class ClusterMesh implements AutoCloseable {
         int peer = b.getInt();
         byte[] presented = new byte[HELLO_BYTES - Integer.BYTES];
         b.get(presented);
-        if (!MessageDigest.isEqual(presented, helloProof(token))) {
-            throw new IllegalStateException("a mesh peer without the launch's token");
-        }
         if (peer <= me || peer >= size) {
             throw new IllegalStateException(
                     "a mesh peer claims rank " + peer + " (expected " + (me + 1) + ".." + (size - 1) + ")");
+        }
+        if (!MessageDigest.isEqual(presented, helloProof(token, peer))) {
+            throw new IllegalStateException("a mesh peer without the launch's token");
         }
         return peer;
     }

@@ -18,6 +18,7 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ScheduledFuture;
@@ -207,6 +208,14 @@ public final class RendezvousServer implements AutoCloseable {
             if (m != null) {
                 m.closeQuietly();
             }
+        }
+        List<Pending> waiting;
+        synchronized (pending) {
+            waiting = List.copyOf(pending);
+            pending.clear();
+        }
+        for (Pending p : waiting) {
+            closeQuietly(p.socket()); // its serve thread ends at once, not at its hello's deadline
         }
     }
 

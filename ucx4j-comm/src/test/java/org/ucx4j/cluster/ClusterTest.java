@@ -117,6 +117,18 @@ class ClusterTest {
     }
 
     @Test
+    void aLauncherThatIsGoneIsReportedAtOnceNotRetried() throws Exception {
+        server = RendezvousServer.start(InetAddress.getLoopbackAddress(), 1, token);
+        Map<String, String> gone = env(0, 1, token);
+        server.close();
+        long t0 = System.nanoTime();
+        IllegalStateException e =
+                assertThrows(IllegalStateException.class, () -> Cluster.join(gone, Duration.ofSeconds(20)));
+        assertTrue(e.getMessage().contains("nothing listens there"), e.getMessage());
+        assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(10), "retried a refused connection");
+    }
+
+    @Test
     void aRankJoinsOnceAndWithinTheSize() throws Exception {
         server = RendezvousServer.start(InetAddress.getLoopbackAddress(), 2, token);
         try (Cluster first = Cluster.join(env(0, 2, token), Duration.ofSeconds(10))) {
