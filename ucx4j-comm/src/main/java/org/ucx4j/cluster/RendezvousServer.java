@@ -48,7 +48,8 @@ import org.ucx4j.comm.internal.RefusalLog;
  * the cluster naming the rank), and cannot stall the others for ever: a round's values that a worker does
  * not take within {@link #WRITE_TIMEOUT_MILLIS} ms close its connection, and the others' collectives fail
  * naming it. A worker whose connection is lost once it was admitted, even before its acknowledgement, has
- * left the cluster.
+ * left the cluster. A round that waits {@link #WAIT_REPORT_MILLIS} ms for its last workers is reported
+ * with their ranks (a worker stuck before its collective stalls every other one; nothing times out).
  *
  * <p>Threading: the accept loop runs on a platform thread, each connection on a virtual thread; every
  * method is safe from any thread. Ownership: the caller closes it, which closes every connection.
@@ -62,6 +63,13 @@ public final class RendezvousServer implements AutoCloseable {
     public static final int HELLO_EVICTION_AGE_MILLIS = 1_000;
     /** How long writing a round's values (or a failure) to one worker may take before it is cut off. */
     public static final int WRITE_TIMEOUT_MILLIS = 30_000;
+    /**
+     * How long a collective round may wait for its last workers before the launcher says which they are
+     * (then again after twice as long, and so on, up to every 10 minutes).
+     */
+    public static final int WAIT_REPORT_MILLIS = 60_000;
+    /** Ranks named one by one in a waiting line; the rest are counted. */
+    private static final int WAIT_REPORT_RANKS = 16;
 
     private static final Logger LOG = LoggerFactory.getLogger(RendezvousServer.class);
 
@@ -78,21 +86,30 @@ public final class RendezvousServer implements AutoCloseable {
     private final Map<Integer, Integer> roundCounts = new HashMap<>();
     /** Rounds completed so far (guarded by this): their values go to every member before any failure. */
     private int roundsCompleted;
+    /** The report of the current round if it waits long (guarded by this; one round is open at a time). */
+    private ScheduledFuture<?> waitReport;
 
     private String failure;
     private boolean closed;
 
     /**
-     * The server's time limits, and where its refusals are logged: {@link #DEFAULTS} but in tests.
+     * The server's time limits, and where its warnings go: {@link #DEFAULTS} but in tests.
      *
      * @param helloTimeoutMillis {@link #HELLO_TIMEOUT_MILLIS}
      * @param evictionAgeMillis {@link #HELLO_EVICTION_AGE_MILLIS}
      * @param writeTimeoutMillis {@link #WRITE_TIMEOUT_MILLIS}
-     * @param refusalSink where refusal lines go, or null for this class's logger (at WARN, rate-limited)
+     * @param waitReportMillis {@link #WAIT_REPORT_MILLIS}
+     * @param logSink where refusal and waiting lines go, or null for this class's logger (at WARN; refusals
+     *     rate-limited)
      */
-    record Limits(int helloTimeoutMillis, int evictionAgeMillis, int writeTimeoutMillis, Consumer<String> refusalSink) {
-        static final Limits DEFAULTS =
-                new Limits(HELLO_TIMEOUT_MILLIS, HELLO_EVICTION_AGE_MILLIS, WRITE_TIMEOUT_MILLIS, null);
+    record Limits(
+            int helloTimeoutMillis,
+            int evictionAgeMillis,
+            int writeTimeoutMillis,
+            int waitReportMillis,
+            Consumer<String> logSink) {
+        static final Limits DEFAULTS = new Limits(
+                HELLO_TIMEOUT_MILLIS, HELLO_EVICTION_AGE_MILLIS, WRITE_TIMEOUT_MILLIS, WAIT_REPORT_MILLIS, null);
     }
 
     /** A connection waiting for its hello, since when (nanoTime). */
@@ -105,9 +122,9 @@ public final class RendezvousServer implements AutoCloseable {
         this.limits = limits;
         this.members = new Member[size];
         String where = "rendezvous " + address();
-        this.refusals = limits.refusalSink() == null
+        this.refusals = limits.logSink() == null
                 ? new RefusalLog(LOG, where)
-                : new RefusalLog(limits.refusalSink(), where, Duration.ofSeconds(10), 5, System::nanoTime);
+                : new RefusalLog(limits.logSink(), where, Duration.ofSeconds(10), 5, System::nanoTime);
     }
 
     /**
@@ -198,6 +215,7 @@ public final class RendezvousServer implements AutoCloseable {
             }
             closed = true;
             copy = members.clone();
+            cancelWaitReport();
         }
         try {
             server.close();
@@ -411,12 +429,24 @@ public final class RendezvousServer implements AutoCloseable {
                 return "sent a value for round " + round + " while round " + roundsCompleted
                         + " was not complete (collectives are in lock step)";
             }
-            byte[][] values = rounds.computeIfAbsent(round, r -> new byte[size][]);
+            byte[][] values = rounds.get(round);
+            if (values == null) {
+                values = new byte[size][];
+                rounds.put(round, values);
+                if (size > 1) {
+                    int r = round;
+                    waitReport = Timers.TIMER.schedule(
+                            () -> reportWaiting(r, limits.waitReportMillis()),
+                            limits.waitReportMillis(),
+                            TimeUnit.MILLISECONDS);
+                }
+            }
             values[m.rank] = value;
             int n = roundCounts.merge(round, 1, Integer::sum);
             if (n == size) {
                 complete = values;
                 rounds.remove(round);
+                cancelWaitReport();
                 roundCounts.remove(round);
                 roundsCompleted++;
                 to = members.clone();
@@ -428,6 +458,58 @@ public final class RendezvousServer implements AutoCloseable {
             }
         }
         return null;
+    }
+
+    /**
+     * Says which ranks round {@code round} still waits for, if it still does after {@code waitedMillis}
+     * (then again after twice as long): a worker stuck before its collective stalls all the others, and
+     * this names it.
+     */
+    private void reportWaiting(int round, long waitedMillis) {
+        String line;
+        synchronized (this) {
+            byte[][] values = rounds.get(round);
+            if (closed || failure != null || values == null) {
+                return; // completed, or the cluster ended
+            }
+            StringBuilder missing = new StringBuilder();
+            int named = 0;
+            int count = 0;
+            for (int r = 0; r < size; r++) {
+                if (values[r] == null) {
+                    count++;
+                    if (named < WAIT_REPORT_RANKS) {
+                        missing.append(named++ == 0 ? "" : ", ").append(r);
+                    }
+                }
+            }
+            if (count > named) {
+                missing.append(" and ").append(count - named).append(" more");
+            }
+            line = "rendezvous " + address() + ": collective round " + round + " has waited "
+                    + Duration.ofMillis(waitedMillis).toSeconds() + " s for rank(s) " + missing + " ("
+                    + (size - count) + " of " + size + " have given their values)";
+        }
+        if (limits.logSink() != null) {
+            limits.logSink().accept(line);
+        } else {
+            LOG.warn(line);
+        }
+        long next = Math.min(waitedMillis * 2, TimeUnit.MINUTES.toMillis(10));
+        synchronized (this) {
+            if (rounds.containsKey(round) && failure == null && !closed) {
+                waitReport = Timers.TIMER.schedule(
+                        () -> reportWaiting(round, waitedMillis + next), next, TimeUnit.MILLISECONDS);
+            }
+        }
+    }
+
+    /** With this server's lock: the current round's report is not needed any more. */
+    private void cancelWaitReport() {
+        if (waitReport != null) {
+            waitReport.cancel(false);
+            waitReport = null;
+        }
     }
 
     private void leave(Member m, String why) {
@@ -442,6 +524,7 @@ public final class RendezvousServer implements AutoCloseable {
             message = "rank " + m.rank + " " + why + ": the cluster can no longer run collectives";
             failure = message;
             rounds.clear(); // no round completes any more
+            cancelWaitReport();
             roundCounts.clear();
             others = members.clone();
             completed = roundsCompleted;
@@ -498,7 +581,7 @@ public final class RendezvousServer implements AutoCloseable {
          * on a worker that does not read (it then fails with an IOException).
          */
         private void writeWithin(Write write) throws IOException {
-            ScheduledFuture<?> cut = WriteDeadlines.TIMER.schedule(
+            ScheduledFuture<?> cut = Timers.TIMER.schedule(
                     () -> {
                         stalled = true;
                         closeQuietly();
@@ -594,14 +677,17 @@ public final class RendezvousServer implements AutoCloseable {
         }
     }
 
-    /** The one timer thread that cuts off writes past their deadline, started on first use. */
-    private static final class WriteDeadlines {
+    /**
+     * The one timer thread of every rendezvous in the process: it cuts off writes past their deadline and
+     * reports rounds that wait long. Started on first use.
+     */
+    private static final class Timers {
         static final ScheduledThreadPoolExecutor TIMER = timer();
 
         private static ScheduledThreadPoolExecutor timer() {
             ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1, r -> Thread.ofPlatform()
                     .daemon(true)
-                    .name("ucx4j-rendezvous-write-deadlines")
+                    .name("ucx4j-rendezvous-timer")
                     .unstarted(r));
             t.setRemoveOnCancelPolicy(true); // a write that ended leaves nothing queued
             return t;

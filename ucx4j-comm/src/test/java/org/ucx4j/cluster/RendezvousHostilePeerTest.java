@@ -63,7 +63,11 @@ class RendezvousHostilePeerTest {
                 size,
                 token,
                 new RendezvousServer.Limits(
-                        helloMillis, RendezvousServer.HELLO_EVICTION_AGE_MILLIS, writeMillis, refusals::add));
+                        helloMillis,
+                        RendezvousServer.HELLO_EVICTION_AGE_MILLIS,
+                        writeMillis,
+                        RendezvousServer.WAIT_REPORT_MILLIS,
+                        refusals::add));
         return server;
     }
 
@@ -270,6 +274,41 @@ class RendezvousHostilePeerTest {
                 throw new AssertionError(e.getCause());
             }
             server.close();
+        }
+    }
+
+    @Test
+    void aRoundThatWaitsLongIsReportedWithTheRanksItWaitsFor() throws Exception {
+        List<String> lines = Collections.synchronizedList(new ArrayList<>());
+        server = RendezvousServer.start(
+                InetAddress.getLoopbackAddress(),
+                3,
+                token,
+                new RendezvousServer.Limits(
+                        RendezvousServer.HELLO_TIMEOUT_MILLIS,
+                        RendezvousServer.HELLO_EVICTION_AGE_MILLIS,
+                        RendezvousServer.WRITE_TIMEOUT_MILLIS,
+                        300,
+                        lines::add));
+        try (Cluster a = Cluster.join(env(0, 3), Duration.ofSeconds(10));
+                Cluster b = Cluster.join(env(1, 3), Duration.ofSeconds(10));
+                Cluster stuck = Cluster.join(env(2, 3), Duration.ofSeconds(10))) {
+            Future<List<byte[]>> fa = pool.submit(() -> a.allGather(new byte[] {0}));
+            Future<List<byte[]>> fb = pool.submit(() -> b.allGather(new byte[] {1}));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (lines.stream().noneMatch(l -> l.contains("round 0 has waited"))) {
+                assertTrue(System.nanoTime() < deadline, "no report of the waiting round: " + lines);
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
+            }
+            String line = lines.stream()
+                    .filter(l -> l.contains("round 0 has waited"))
+                    .findFirst()
+                    .orElseThrow();
+            assertTrue(line.contains("for rank(s) 2 (2 of 3 have given their values)"), line);
+            // The stuck worker comes: the round completes, and the reports stop.
+            assertArrayEquals(new byte[] {0}, stuck.allGather(new byte[] {2}).get(0));
+            assertArrayEquals(new byte[] {2}, fa.get(10, TimeUnit.SECONDS).get(2));
+            assertArrayEquals(new byte[] {2}, fb.get(10, TimeUnit.SECONDS).get(2));
         }
     }
 
