@@ -18,8 +18,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 import org.ucx4j.comm.Comm;
+import org.ucx4j.comm.CommAuthenticationException;
+import org.ucx4j.comm.CommException;
 import org.ucx4j.comm.CommListener;
 import org.ucx4j.comm.CommOptions;
+import org.ucx4j.comm.CommProtocolException;
 import org.ucx4j.comm.Comms;
 import org.ucx4j.comm.Message;
 
@@ -93,8 +96,9 @@ public final class ClusterMesh implements AutoCloseable {
         try {
             List<URI> addresses = cluster.exchange(listener.address());
             Map<Integer, Comm> comms = new ConcurrentHashMap<>();
+            long deadline = System.nanoTime() + timeout.toNanos();
             for (int peer = 0; peer < me; peer++) {
-                Comm c = Comms.connect(addresses.get(peer), options);
+                Comm c = connectRetrying(addresses.get(peer), options, deadline);
                 opened.add(c);
                 c.write(Message.ofBytes(hello(me, token)));
                 comms.put(peer, c);
@@ -116,6 +120,33 @@ public final class ClusterMesh implements AutoCloseable {
             abandoned.set(true);
             closeAll(opened, accepted, listener);
             throw e instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
+        }
+    }
+
+    /**
+     * Connects to a peer's mesh listener, trying again (backoff 20-500 ms, until {@code deadline}) while
+     * the connection fails for any reason but a refused secret or protocol: a listener whose handshake
+     * slots are all taken closes a newcomer at once (docs/WIRE.md), and one refusal must not fail the mesh.
+     */
+    static Comm connectRetrying(URI address, CommOptions options, long deadline) {
+        long backoffMillis = 20;
+        while (true) {
+            try {
+                return Comms.connect(address, options);
+            } catch (CommAuthenticationException | CommProtocolException e) {
+                throw e;
+            } catch (CommException e) {
+                if (deadline - System.nanoTime() <= TimeUnit.MILLISECONDS.toNanos(backoffMillis)) {
+                    throw e;
+                }
+                try {
+                    Thread.sleep(backoffMillis);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
+                backoffMillis = Math.min(500, backoffMillis * 2);
+            }
         }
     }
 

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.InetAddress;
+import java.net.Socket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -23,7 +24,11 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.ucx4j.UcxConfig;
+import org.ucx4j.comm.Comm;
 import org.ucx4j.comm.CommAuthenticationException;
+import org.ucx4j.comm.CommKeys;
+import org.ucx4j.comm.CommListener;
 import org.ucx4j.comm.CommOptions;
 import org.ucx4j.comm.Comms;
 import org.ucx4j.comm.Message;
@@ -180,6 +185,25 @@ class ClusterTest {
         });
         assertEquals(
                 List.of("to 0 from 1;to 0 from 2;", "to 1 from 0;to 1 from 2;", "to 2 from 0;to 2 from 1;"), results);
+    }
+
+    @Test
+    void aMeshConnectTriesAgainWhileTheListenersHandshakeSlotsAreTaken() throws Exception {
+        CommOptions options = CommOptions.builder()
+                .config(UcxConfig.builder()
+                        .set(CommKeys.MAX_PENDING_HANDSHAKES, 1)
+                        .set(CommKeys.HANDSHAKE_EVICTION_AGE, Duration.ofMillis(500))
+                        .build())
+                .build();
+        try (CommListener l = Comms.listen(Comms.parse("tcp://127.0.0.1:0"), Comm::close, options);
+                Socket silent =
+                        new Socket(InetAddress.getLoopbackAddress(), l.address().getPort())) {
+            // The one slot is held by a connection that says nothing: a newcomer is closed at once until the
+            // slot is 500 ms old; one refusal used to fail the whole mesh.
+            Comm c =
+                    ClusterMesh.connectRetrying(l.address(), options, System.nanoTime() + TimeUnit.SECONDS.toNanos(20));
+            c.abort();
+        }
     }
 
     @Test
