@@ -122,11 +122,14 @@ public final class UcxEndpoint implements AutoCloseable {
             op.declareMemory(kind);
         }
         lifecycle.ensureOpen();
-        long src = Buffers.sendAddress(op, buffer);
-        long len = buffer.byteSize();
-        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> Ucp.tagSendNbx(handle, src, len, tag, p));
+        op.arguments(handle, Buffers.sendAddress(op, buffer), tag, 0);
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, TAG_SEND);
         return f;
     }
+
+    /** A contiguous tag send: it reads its arguments from the operation, so no call object per message. */
+    private static final NativeWorker.NbxCall TAG_SEND =
+            (o, p) -> Ucp.tagSendNbx(o.target(), o.arg(0), o.length(), o.arg(1), p);
 
     /** Blocking twin of {@link #tagSendAsync(MemorySegment, long)}. */
     public void tagSend(MemorySegment buffer, long tag) {
@@ -167,7 +170,7 @@ public final class UcxEndpoint implements AutoCloseable {
         Operation op = f.track(rt, OperationKind.TAG_SEND_IOV, lifecycle, Iov.total(segments));
         MemorySegment list = Iov.forSend(op, segments);
         long count = segments.size();
-        rt.startOp(op, true, Upcalls.SEND, 0, 0, p -> Ucp.tagSendNbx(handle, list.address(), count, tag, p));
+        rt.startOp(op, true, Upcalls.SEND, 0, 0, (o, p) -> Ucp.tagSendNbx(handle, list.address(), count, tag, p));
         return f;
     }
 
@@ -198,7 +201,7 @@ public final class UcxEndpoint implements AutoCloseable {
         lifecycle.ensureOpen();
         long src = Buffers.sendAddress(op, buffer);
         long len = buffer.byteSize();
-        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> Ucp.streamSendNbx(handle, src, len, p));
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, (o, p) -> Ucp.streamSendNbx(handle, src, len, p));
         return f;
     }
 
@@ -240,7 +243,7 @@ public final class UcxEndpoint implements AutoCloseable {
                 Upcalls.STREAM_RECV,
                 OperationTable.OP_ATTR_FIELD_FLAGS,
                 STREAM_RECV_FLAG_WAITALL,
-                p -> Ucp.streamRecvNbx(handle, dst, len, rt.lengthOut, p));
+                (o, p) -> Ucp.streamRecvNbx(handle, dst, len, rt.lengthOut, p));
         return f;
     }
 
@@ -388,7 +391,7 @@ public final class UcxEndpoint implements AutoCloseable {
                 Upcalls.SEND,
                 OperationTable.OP_ATTR_FIELD_FLAGS,
                 flags,
-                p -> Ucp.amSendNbx(handle, id, hdrPtr, hlen, src, count, p));
+                (o, p) -> Ucp.amSendNbx(handle, id, hdrPtr, hlen, src, count, p));
         return f;
     }
 

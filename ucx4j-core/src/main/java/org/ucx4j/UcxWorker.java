@@ -523,17 +523,14 @@ public final class UcxWorker implements AutoCloseable {
         if (kind != null) {
             op.declareMemory(kind);
         }
-        long dst = Buffers.receiveAddress(op, buffer);
-        long len = buffer.byteSize();
-        rt.startOp(
-                op,
-                false,
-                Upcalls.TAG_RECV,
-                TagReceives.ATTRS,
-                0,
-                p -> Ucp.tagRecvNbx(rt.handle, dst, len, tag, mask, p));
+        op.arguments(rt.handle, Buffers.receiveAddress(op, buffer), tag, mask);
+        rt.startOp(op, false, Upcalls.TAG_RECV, TagReceives.ATTRS, 0, TAG_RECV);
         return f;
     }
+
+    /** A contiguous tag receive: it reads its arguments from the operation, so no call object per message. */
+    private static final NativeWorker.NbxCall TAG_RECV =
+            (o, p) -> Ucp.tagRecvNbx(o.target(), o.arg(0), o.length(), o.arg(1), o.arg(2), p);
 
     /**
      * How tag receives complete. A receive that matches a message already here completes inside the
@@ -589,7 +586,7 @@ public final class UcxWorker implements AutoCloseable {
                 Upcalls.TAG_RECV,
                 TagReceives.ATTRS,
                 0,
-                p -> Ucp.tagRecvNbx(rt.handle, list.address(), count, tag, mask, p));
+                (o, p) -> Ucp.tagRecvNbx(rt.handle, list.address(), count, tag, mask, p));
         return f;
     }
 
@@ -730,7 +727,7 @@ public final class UcxWorker implements AutoCloseable {
         });
         // A refusal (the worker is closing) fails the flush, not this call: the continuation above
         // fails these waiters and starts the next group, which fails the same way.
-        rt.startOp(op, false, Upcalls.SEND, 0, 0, p -> Ucp.workerFlushNbx(rt.handle, p));
+        rt.startOp(op, false, Upcalls.SEND, 0, 0, (o, p) -> Ucp.workerFlushNbx(rt.handle, p));
     }
 
     /** Blocking twin of {@link #flushAsync()}. */

@@ -136,17 +136,23 @@ public final class NativeWorker {
         return engine.inCallbackContext() && upcalls.inUpcall();
     }
 
-    /** A {@code *_nbx} call, given the filled request parameters; returns UCX's status pointer. */
+    /**
+     * A {@code *_nbx} call, given its operation and the filled request parameters; returns UCX's status
+     * pointer. The hot calls (a contiguous tag send or receive) are constants that read their arguments
+     * from the operation ({@link Operation#arguments}), so a message allocates no call object; the others
+     * capture theirs.
+     */
     @FunctionalInterface
     public interface NbxCall {
         /**
          * Makes the call.
          *
+         * @param op the operation being submitted
          * @param param the operation's {@code ucp_request_param_t}
          * @return UCX's status pointer as a word (a {@code long}, as {@code Ucp}'s methods return it)
          * @throws Throwable what the downcall declares
          */
-        long call(MemorySegment param) throws Throwable;
+        long call(Operation op, MemorySegment param) throws Throwable;
     }
 
     /**
@@ -219,7 +225,7 @@ public final class NativeWorker {
             }
             long r;
             try {
-                r = call.call(p);
+                r = call.call(op, p);
             } catch (Throwable t) {
                 operations.failUnsubmitted(op, t);
                 return;

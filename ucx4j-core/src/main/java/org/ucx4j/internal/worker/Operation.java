@@ -57,6 +57,11 @@ public final class Operation extends SubmissionQueue.Task {
     private int attrs;
     private int flags;
     private NativeWorker.NbxCall call;
+    // The arguments of a constant call (NativeWorker.NbxCall): the endpoint or worker, and three words.
+    private MemorySegment target;
+    private long arg0;
+    private long arg1;
+    private long arg2;
 
     /**
      * Creates an operation; nothing is submitted yet.
@@ -123,6 +128,55 @@ public final class Operation extends SubmissionQueue.Task {
         this.attrs = attrs;
         this.flags = flags;
         this.call = call;
+    }
+
+    /**
+     * Keeps the arguments of a constant {@link NativeWorker.NbxCall} (one that captures nothing), before
+     * the operation is started; the call reads them back with {@link #target()} and {@link #arg(int)}.
+     *
+     * @param target the UCX endpoint or worker the call is made on
+     * @param a0 the first word (for example the buffer's address)
+     * @param a1 the second (for example the tag)
+     * @param a2 the third (for example the tag mask)
+     */
+    public void arguments(MemorySegment target, long a0, long a1, long a2) {
+        this.target = target;
+        this.arg0 = a0;
+        this.arg1 = a1;
+        this.arg2 = a2;
+    }
+
+    /**
+     * The endpoint or worker of a constant call.
+     *
+     * @return what {@link #arguments} kept
+     */
+    public MemorySegment target() {
+        return target;
+    }
+
+    /**
+     * A word of a constant call's arguments.
+     *
+     * @param i 0, 1 or 2
+     * @return what {@link #arguments} kept
+     */
+    public long arg(int i) {
+        return switch (i) {
+            case 0 -> arg0;
+            case 1 -> arg1;
+            case 2 -> arg2;
+            default -> throw new IllegalArgumentException("argument " + i);
+        };
+    }
+
+    /**
+     * The operation's length in bytes, as it was started with.
+     *
+     * @return the length
+     */
+    public long length() {
+        return length;
     }
 
     /**
