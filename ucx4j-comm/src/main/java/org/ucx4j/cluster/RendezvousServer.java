@@ -436,7 +436,7 @@ public final class RendezvousServer implements AutoCloseable {
                 if (size > 1) {
                     int r = round;
                     waitReport = Timers.TIMER.schedule(
-                            () -> reportWaiting(r, limits.waitReportMillis()),
+                            () -> reportWaiting(r, limits.waitReportMillis(), limits.waitReportMillis()),
                             limits.waitReportMillis(),
                             TimeUnit.MILLISECONDS);
                 }
@@ -461,11 +461,11 @@ public final class RendezvousServer implements AutoCloseable {
     }
 
     /**
-     * Says which ranks round {@code round} still waits for, if it still does after {@code waitedMillis}
-     * (then again after twice as long): a worker stuck before its collective stalls all the others, and
-     * this names it.
+     * Says which ranks round {@code round} still waits for, if it still does after {@code waitedMillis},
+     * and looks again after twice {@code intervalMillis} (the time since the last look), at most 10 minutes:
+     * a worker stuck before its collective stalls all the others, and this names it.
      */
-    private void reportWaiting(int round, long waitedMillis) {
+    private void reportWaiting(int round, long waitedMillis, long intervalMillis) {
         String line;
         synchronized (this) {
             byte[][] values = rounds.get(round);
@@ -486,8 +486,11 @@ public final class RendezvousServer implements AutoCloseable {
             if (count > named) {
                 missing.append(" and ").append(count - named).append(" more");
             }
-            line = "rendezvous " + address() + ": collective round " + round + " has waited "
-                    + Duration.ofMillis(waitedMillis).toSeconds() + " s for rank(s) " + missing + " ("
+            String waited = waitedMillis < 10_000
+                    ? waitedMillis + " ms"
+                    : Duration.ofMillis(waitedMillis).toSeconds() + " s";
+            line = "rendezvous " + address() + ": collective round " + round + " has waited " + waited
+                    + " for rank(s) " + missing + " ("
                     + (size - count) + " of " + size + " have given their values)";
         }
         if (limits.logSink() != null) {
@@ -495,11 +498,11 @@ public final class RendezvousServer implements AutoCloseable {
         } else {
             LOG.warn(line);
         }
-        long next = Math.min(waitedMillis * 2, TimeUnit.MINUTES.toMillis(10));
+        long next = Math.min(intervalMillis * 2, TimeUnit.MINUTES.toMillis(10));
         synchronized (this) {
             if (rounds.containsKey(round) && failure == null && !closed) {
                 waitReport = Timers.TIMER.schedule(
-                        () -> reportWaiting(round, waitedMillis + next), next, TimeUnit.MILLISECONDS);
+                        () -> reportWaiting(round, waitedMillis + next, next), next, TimeUnit.MILLISECONDS);
             }
         }
     }

@@ -304,7 +304,12 @@ class RendezvousHostilePeerTest {
                     .filter(l -> l.contains("round 0 has waited"))
                     .findFirst()
                     .orElseThrow();
-            assertTrue(line.contains("for rank(s) 2 (2 of 3 have given their values)"), line);
+            assertTrue(line.contains("has waited 300 ms for rank(s) 2 (2 of 3 have given their values)"), line);
+            // Then again after twice as long (600 ms more).
+            while (lines.stream().noneMatch(l -> l.contains("round 0 has waited 900 ms"))) {
+                assertTrue(System.nanoTime() < deadline, "no second report: " + lines);
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
+            }
             // The stuck worker comes: the round completes, and the reports stop.
             assertArrayEquals(new byte[] {0}, stuck.allGather(new byte[] {2}).get(0));
             assertArrayEquals(new byte[] {2}, fa.get(10, TimeUnit.SECONDS).get(2));
