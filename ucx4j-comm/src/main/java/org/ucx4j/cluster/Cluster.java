@@ -130,7 +130,7 @@ public final class Cluster implements AutoCloseable {
         // connection, closed before any answer, is tried again until the time is up. Nothing else is: a
         // launcher that cannot be reached, or that answers, is reported at once.
         long deadline = System.nanoTime() + timeout.toNanos();
-        long backoffMillis = 20;
+        Backoff backoff = new Backoff(deadline);
         boolean closedWithoutAnswer = false;
         while (true) {
             Socket s = new Socket();
@@ -162,8 +162,14 @@ public final class Cluster implements AutoCloseable {
                 closeQuietly(s);
                 boolean unanswered = connected && !(e instanceof SocketTimeoutException);
                 closedWithoutAnswer |= unanswered;
-                long leftMillis = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-                if (!unanswered || leftMillis <= backoffMillis) {
+                boolean again;
+                try {
+                    again = unanswered && backoff.pause();
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted while joining the cluster as rank " + rank, ie);
+                }
+                if (!again) {
                     String hint = e instanceof ConnectException
                             ? " (nothing listens there: the launcher stopped, or every rank has joined already)"
                             : closedWithoutAnswer
@@ -175,13 +181,6 @@ public final class Cluster implements AutoCloseable {
                                     + " ms: " + e + hint,
                             e);
                 }
-                try {
-                    Thread.sleep(backoffMillis);
-                } catch (InterruptedException ie) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException("interrupted while joining the cluster as rank " + rank, ie);
-                }
-                backoffMillis = Math.min(500, backoffMillis * 2);
             } catch (RuntimeException e) {
                 closeQuietly(s);
                 throw e;

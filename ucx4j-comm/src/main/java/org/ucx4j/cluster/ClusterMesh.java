@@ -129,23 +129,21 @@ public final class ClusterMesh implements AutoCloseable {
      * slots are all taken closes a newcomer at once (docs/WIRE.md), and one refusal must not fail the mesh.
      */
     static Comm connectRetrying(URI address, CommOptions options, long deadline) {
-        long backoffMillis = 20;
+        Backoff backoff = new Backoff(deadline);
         while (true) {
             try {
                 return Comms.connect(address, options);
             } catch (CommAuthenticationException | CommProtocolException e) {
                 throw e;
             } catch (CommException e) {
-                if (deadline - System.nanoTime() <= TimeUnit.MILLISECONDS.toNanos(backoffMillis)) {
-                    throw e;
-                }
                 try {
-                    Thread.sleep(backoffMillis);
+                    if (!backoff.pause()) {
+                        throw e;
+                    }
                 } catch (InterruptedException ie) {
                     Thread.currentThread().interrupt();
                     throw e;
                 }
-                backoffMillis = Math.min(500, backoffMillis * 2);
             }
         }
     }

@@ -77,6 +77,9 @@ public final class RendezvousServer implements AutoCloseable {
     private final int size;
     private final byte[] token;
     private final Limits limits;
+    /** Where warnings go: this class's logger at WARN, or the sink of the limits. */
+    private final Consumer<String> warn;
+
     private final RefusalLog refusals;
     /** Connections waiting for their hello, oldest first (guarded by itself). */
     private final ArrayDeque<Pending> pending = new ArrayDeque<>();
@@ -122,9 +125,8 @@ public final class RendezvousServer implements AutoCloseable {
         this.limits = limits;
         this.members = new Member[size];
         String where = "rendezvous " + address();
-        this.refusals = limits.logSink() == null
-                ? new RefusalLog(LOG, where)
-                : new RefusalLog(limits.logSink(), where, Duration.ofSeconds(10), 5, System::nanoTime);
+        this.warn = limits.logSink() == null ? LOG::warn : limits.logSink();
+        this.refusals = new RefusalLog(warn, where);
     }
 
     /**
@@ -493,11 +495,7 @@ public final class RendezvousServer implements AutoCloseable {
                     + " for rank(s) " + missing + " ("
                     + (size - count) + " of " + size + " have given their values)";
         }
-        if (limits.logSink() != null) {
-            limits.logSink().accept(line);
-        } else {
-            LOG.warn(line);
-        }
+        warn.accept(line);
         long next = Math.min(intervalMillis * 2, TimeUnit.MINUTES.toMillis(10));
         synchronized (this) {
             if (rounds.containsKey(round) && failure == null && !closed) {
@@ -682,7 +680,10 @@ public final class RendezvousServer implements AutoCloseable {
 
     /**
      * The one timer thread of every rendezvous in the process: it cuts off writes past their deadline and
-     * reports rounds that wait long. Started on first use.
+     * reports rounds that wait long. Started on first use. Not {@code CommTimers}: its tasks, timed by the
+     * JDK's shared delayer, stay queued until their time even when cancelled, and a deadline per write (a
+     * round's values to every worker) would pile up by the hundred thousand over 30 s of fast collectives;
+     * here a cancelled deadline leaves the queue at once.
      */
     private static final class Timers {
         static final ScheduledThreadPoolExecutor TIMER = timer();

@@ -52,9 +52,7 @@ final class RendezvousWire {
         if (n < 0 || n > max) {
             throw new IOException("rendezvous value of " + n + " bytes (at most " + max + ")");
         }
-        byte[] b = new byte[n];
-        in.readFully(b);
-        return b;
+        return readBytes(in, n);
     }
 
     /** Reads exactly {@code n} bytes, or throws {@link EOFException}. */

@@ -34,7 +34,7 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * The launcher's rendezvous against raw peers that speak its wire format badly on purpose: strangers that
- * hold its hello slots, trickle a hello or flood it with refusals, and token holders that run ahead, stop
+ * hold its hello slots, trickle a hello or flood it with warnings, and token holders that run ahead, stop
  * reading, or reset right after their hello. Each case failed on the rendezvous before these bounds (a
  * lockout, a hello held for minutes, a WARN line per stranger, memory kept per round, a hang).
  */
@@ -43,7 +43,7 @@ class RendezvousHostilePeerTest {
     private final byte[] token = RendezvousServer.newToken();
     private final ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
     private final List<Socket> sockets = new ArrayList<>();
-    private final List<String> refusals = Collections.synchronizedList(new ArrayList<>());
+    private final List<String> warnings = Collections.synchronizedList(new ArrayList<>());
     private RendezvousServer server;
 
     @AfterEach
@@ -58,6 +58,12 @@ class RendezvousHostilePeerTest {
     }
 
     private RendezvousServer start(int size, int helloMillis, int writeMillis) throws IOException {
+        return start(size, helloMillis, writeMillis, RendezvousServer.WAIT_REPORT_MILLIS);
+    }
+
+    /** A server whose warnings (warnings, waiting rounds) go to {@link #warnings}. */
+    private RendezvousServer start(int size, int helloMillis, int writeMillis, int waitReportMillis)
+            throws IOException {
         server = RendezvousServer.start(
                 InetAddress.getLoopbackAddress(),
                 size,
@@ -66,8 +72,8 @@ class RendezvousHostilePeerTest {
                         helloMillis,
                         RendezvousServer.HELLO_EVICTION_AGE_MILLIS,
                         writeMillis,
-                        RendezvousServer.WAIT_REPORT_MILLIS,
-                        refusals::add));
+                        waitReportMillis,
+                        warnings::add));
         return server;
     }
 
@@ -125,8 +131,8 @@ class RendezvousHostilePeerTest {
                 System.nanoTime() - t0 < TimeUnit.MILLISECONDS.toNanos(RendezvousServer.HELLO_TIMEOUT_MILLIS),
                 "joined only once the strangers' hellos timed out");
         assertTrue(
-                refusals.stream().anyMatch(l -> l.contains("connections are waiting for their hello")),
-                refusals.toString());
+                warnings.stream().anyMatch(l -> l.contains("connections are waiting for their hello")),
+                warnings.toString());
     }
 
     @Test
@@ -154,7 +160,7 @@ class RendezvousHostilePeerTest {
         }
         assertTrue(cut, "a hello that took over its timeout was answered");
         assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(5));
-        assertTrue(refusals.stream().anyMatch(l -> l.contains("no whole hello within 1000 ms")), refusals.toString());
+        assertTrue(warnings.stream().anyMatch(l -> l.contains("no whole hello within 1000 ms")), warnings.toString());
     }
 
     @Test
@@ -168,8 +174,8 @@ class RendezvousHostilePeerTest {
             }
         }
         // 5 lines a window, the rest counted for the window's summary (before: one line per stranger).
-        assertEquals(5, refusals.size(), refusals.toString());
-        assertTrue(refusals.get(0).contains("without the launch's token"), refusals.get(0));
+        assertEquals(5, warnings.size(), warnings.toString());
+        assertTrue(warnings.get(0).contains("without the launch's token"), warnings.get(0));
         // The port still serves the launch.
         try (Cluster c = Cluster.join(env(0, 1), Duration.ofSeconds(10))) {
             assertEquals(1, c.size());
@@ -279,35 +285,25 @@ class RendezvousHostilePeerTest {
 
     @Test
     void aRoundThatWaitsLongIsReportedWithTheRanksItWaitsFor() throws Exception {
-        List<String> lines = Collections.synchronizedList(new ArrayList<>());
-        server = RendezvousServer.start(
-                InetAddress.getLoopbackAddress(),
-                3,
-                token,
-                new RendezvousServer.Limits(
-                        RendezvousServer.HELLO_TIMEOUT_MILLIS,
-                        RendezvousServer.HELLO_EVICTION_AGE_MILLIS,
-                        RendezvousServer.WRITE_TIMEOUT_MILLIS,
-                        300,
-                        lines::add));
+        start(3, RendezvousServer.HELLO_TIMEOUT_MILLIS, RendezvousServer.WRITE_TIMEOUT_MILLIS, 300);
         try (Cluster a = Cluster.join(env(0, 3), Duration.ofSeconds(10));
                 Cluster b = Cluster.join(env(1, 3), Duration.ofSeconds(10));
                 Cluster stuck = Cluster.join(env(2, 3), Duration.ofSeconds(10))) {
             Future<List<byte[]>> fa = pool.submit(() -> a.allGather(new byte[] {0}));
             Future<List<byte[]>> fb = pool.submit(() -> b.allGather(new byte[] {1}));
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            while (lines.stream().noneMatch(l -> l.contains("round 0 has waited"))) {
-                assertTrue(System.nanoTime() < deadline, "no report of the waiting round: " + lines);
+            while (warnings.stream().noneMatch(l -> l.contains("round 0 has waited"))) {
+                assertTrue(System.nanoTime() < deadline, "no report of the waiting round: " + warnings);
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
             }
-            String line = lines.stream()
+            String line = warnings.stream()
                     .filter(l -> l.contains("round 0 has waited"))
                     .findFirst()
                     .orElseThrow();
             assertTrue(line.contains("has waited 300 ms for rank(s) 2 (2 of 3 have given their values)"), line);
             // Then again after twice as long (600 ms more).
-            while (lines.stream().noneMatch(l -> l.contains("round 0 has waited 900 ms"))) {
-                assertTrue(System.nanoTime() < deadline, "no second report: " + lines);
+            while (warnings.stream().noneMatch(l -> l.contains("round 0 has waited 900 ms"))) {
+                assertTrue(System.nanoTime() < deadline, "no second report: " + warnings);
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
             }
             // The stuck worker comes: the round completes, and the reports stop.

@@ -45,19 +45,21 @@ public final class RefusalLog {
      * @param where what refuses, as the lines start ({@code ucx://10.0.0.1:13337})
      */
     public RefusalLog(Logger log, String where) {
-        this(log::warn, where, WINDOW, PER_WINDOW, System::nanoTime);
+        this(log::warn, where);
     }
 
     /**
-     * Any sink, window and clock (tests).
+     * A log of the default window and quota, into any sink.
      *
      * @param sink where the lines go
      * @param where what refuses, as the lines start
-     * @param window the length of one window
-     * @param perWindow refusals logged one by one per window
-     * @param nanoClock the clock, in nanoseconds
      */
-    public RefusalLog(Consumer<String> sink, String where, Duration window, int perWindow, LongSupplier nanoClock) {
+    public RefusalLog(Consumer<String> sink, String where) {
+        this(sink, where, WINDOW, PER_WINDOW, System::nanoTime);
+    }
+
+    /** For tests: any sink, window and clock. */
+    RefusalLog(Consumer<String> sink, String where, Duration window, int perWindow, LongSupplier nanoClock) {
         this.sink = sink;
         this.where = where;
         this.windowNanos = window.toNanos();
