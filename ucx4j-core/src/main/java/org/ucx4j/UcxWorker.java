@@ -465,14 +465,90 @@ public final class UcxWorker implements AutoCloseable {
         return tagRecv(boundTo, buffer, kind, tag, mask);
     }
 
-    /** Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long, UcxEndpoint)}. */
+    /**
+     * Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long, UcxEndpoint)}, with what
+     * {@link #tagRecv(MemorySegment, long, long)} says about caller-driven workers.
+     *
+     * @param buffer where to receive
+     * @param tag the tag to match
+     * @param mask which bits must match
+     * @param boundTo the endpoint whose failure or close ends the receive; one of this worker's
+     * @return the sender's tag and the length
+     * @throws IllegalArgumentException when {@code boundTo} belongs to another worker
+     * @throws IllegalStateException from inside a ucx4j callback, or when {@code boundTo} or the worker is
+     *     closed
+     * @throws UcxException when the receive fails (the endpoint failed, the message was longer than the
+     *     buffer)
+     */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask, UcxEndpoint boundTo) {
+        if (rt.engine.callerDriven()) {
+            rt.engine.checkMayBlock("tagRecv");
+            checkBinding(boundTo);
+            return tagRecvPolled(boundTo, buffer, null, tag, mask);
+        }
         return rt.engine.call(() -> tagRecvAsync(buffer, tag, mask, boundTo), "tagRecv");
     }
 
-    /** Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long)}. */
+    /**
+     * Blocking twin of {@link #tagRecvAsync(MemorySegment, MemoryKind, long, long, UcxEndpoint)}, with what
+     * {@link #tagRecv(MemorySegment, long, long)} says about caller-driven workers.
+     *
+     * @param buffer where to receive, native memory of kind {@code kind}
+     * @param kind what memory {@code buffer} is (the declaration must be true)
+     * @param tag the tag to match
+     * @param mask which bits must match
+     * @param boundTo the endpoint whose failure or close ends the receive; one of this worker's
+     * @return the sender's tag and the length
+     * @throws IllegalArgumentException when {@code buffer} is heap memory, or {@code boundTo} belongs to
+     *     another worker
+     * @throws IllegalStateException from inside a ucx4j callback, or when {@code boundTo} or the worker is
+     *     closed
+     * @throws UcxException when the receive fails
+     */
+    public TagInfo tagRecv(MemorySegment buffer, MemoryKind kind, long tag, long mask, UcxEndpoint boundTo) {
+        java.util.Objects.requireNonNull(kind, "kind");
+        if (!buffer.isNative()) {
+            throw new IllegalArgumentException("a declared memory kind is for native buffers (heap is staged)");
+        }
+        if (rt.engine.callerDriven()) {
+            rt.engine.checkMayBlock("tagRecv");
+            checkBinding(boundTo);
+            return tagRecvPolled(boundTo, buffer, kind, tag, mask);
+        }
+        return rt.engine.call(() -> tagRecvAsync(buffer, kind, tag, mask, boundTo), "tagRecv");
+    }
+
+    /**
+     * Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long)}: returns once a message arrived in
+     * {@code buffer}. On a {@link ProgressMode#CALLER} worker the calling thread submits the receive and
+     * progresses the worker until UCX completes it, with no future (and no UCX callback) in between: the
+     * cheapest way ucx4j receives one message.
+     *
+     * @param buffer where to receive
+     * @param tag the tag to match
+     * @param mask which bits must match
+     * @return the sender's tag and the length
+     * @throws IllegalStateException from inside a ucx4j callback, or when the worker is closed
+     * @throws UcxException when the receive fails (the message was longer than the buffer, for instance)
+     */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask) {
+        if (rt.engine.callerDriven()) {
+            rt.engine.checkMayBlock("tagRecv");
+            ensureOpen();
+            return tagRecvPolled(null, buffer, null, tag, mask);
+        }
         return rt.engine.call(() -> tagRecvAsync(buffer, tag, mask), "tagRecv");
+    }
+
+    /** A caller-driven worker's blocking tag receive: a polled operation, no future (NativeWorker#runPolled). */
+    private TagInfo tagRecvPolled(UcxEndpoint ep, MemorySegment buffer, MemoryKind kind, long tag, long mask) {
+        Operation op = new Operation(rt, OperationKind.TAG_RECV, UcxEndpoint.ownerOf(ep), buffer.byteSize());
+        if (kind != null) {
+            op.declareMemory(kind);
+        }
+        op.arguments(rt.handle, Buffers.receiveAddress(op, buffer), tag, mask);
+        rt.runPolled(op, TagReceives.ATTRS, TAG_RECV, "tagRecv");
+        return (TagInfo) op.value();
     }
 
     /**

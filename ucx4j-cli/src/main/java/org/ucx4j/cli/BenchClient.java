@@ -144,8 +144,9 @@ final class BenchClient {
     // ------------------------------------------------------------------ latency
 
     /**
-     * Round trips, one sample each. Two-sided: the receive is posted before the send so the pong never
-     * waits as unexpected; the first and last pongs are verified. Put: the last put's pattern is checked
+     * Round trips, one sample each. Two-sided: on a caller-driven worker a blocking send then a blocking
+     * receive, as {@code ucx_perftest} does; with a progress thread the receive is posted before the send,
+     * so that the pong never waits as unexpected; the first and last pongs are verified. Put: the last put's pattern is checked
      * by the server at the end. Get: the first and last gets are verified.
      */
     private static long[] latency(Target t, BenchSettings run, Arena arena, ProgressBar bar) {
@@ -155,6 +156,7 @@ final class BenchClient {
         MemorySegment recv = memory.allocate(arena, run.size());
         long[] samples = new long[Math.toIntExact(run.iterations())];
         long total = run.total();
+        boolean callerDriven = worker.progressMode() == ProgressMode.CALLER;
         for (long i = 0; i < total; i++) {
             boolean verify = i == 0 || i == total - 1;
             if (verify) {
@@ -170,10 +172,20 @@ final class BenchClient {
                 }
                 case GET -> worker.await(t.ep().getAsync(recv, t.key(), 0));
                 default -> {
-                    CompletableFuture<Long> pong = t.path().recv(recv, MessagePath.Kind.PONG);
-                    CompletableFuture<?> ping = t.path().send(send, MessagePath.Kind.PING);
-                    long length = worker.await(pong);
-                    worker.await(ping);
+                    long length;
+                    if (callerDriven) {
+                        // As ucx_perftest's ping-pong: a blocking send, then a blocking receive (on a
+                        // caller-driven worker both run without a future: UcxWorker#tagRecv).
+                        t.path().sendNow(worker, send, MessagePath.Kind.PING);
+                        length = t.path().recvNow(worker, recv, MessagePath.Kind.PONG);
+                    } else {
+                        // A progress thread runs both at once: the receive first, so the pong never waits
+                        // as unexpected.
+                        CompletableFuture<Long> pong = t.path().recv(recv, MessagePath.Kind.PONG);
+                        CompletableFuture<?> ping = t.path().send(send, MessagePath.Kind.PING);
+                        length = worker.await(pong);
+                        worker.await(ping);
+                    }
                     if (length != run.size()) {
                         throw new IllegalStateException(
                                 "pong " + i + " has " + length + " bytes, expected " + run.size());

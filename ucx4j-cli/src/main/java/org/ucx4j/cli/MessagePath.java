@@ -3,6 +3,7 @@ package org.ucx4j.cli;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.CompletableFuture;
 import org.ucx4j.UcxEndpoint;
+import org.ucx4j.UcxWorker;
 
 /**
  * How a two-sided operation (tag, stream or active message) moves one message, so that the ping-pong and
@@ -37,6 +38,31 @@ sealed interface MessagePath permits TagPath, StreamPath, AmPath {
      * @return the received length (a stream always fills the buffer)
      */
     CompletableFuture<Long> recv(MemorySegment buffer, Kind kind);
+
+    /**
+     * Sends a buffer and returns once it may be reused: the endpoint's blocking call where it has one (on a
+     * caller-driven worker that runs without a future), else {@link #send} and a wait.
+     *
+     * @param worker the endpoint's worker
+     * @param buffer the bytes
+     * @param kind its role
+     */
+    default void sendNow(UcxWorker worker, MemorySegment buffer, Kind kind) {
+        worker.await(send(buffer, kind));
+    }
+
+    /**
+     * Receives the next message of a kind and returns its length: a blocking call where there is one,
+     * else {@link #recv} and a wait.
+     *
+     * @param worker the endpoint's worker
+     * @param buffer where it goes
+     * @param kind its role
+     * @return the received length
+     */
+    default long recvNow(UcxWorker worker, MemorySegment buffer, Kind kind) {
+        return worker.await(recv(buffer, kind));
+    }
 
     /**
      * The path of a two-sided operation on an endpoint.

@@ -28,6 +28,23 @@ record TagPath(UcxEndpoint ep, MemoryKind declared) implements MessagePath {
                 .thenApply(TagInfo::length);
     }
 
+    @Override
+    public void sendNow(UcxWorker worker, MemorySegment buffer, Kind kind) {
+        if (declared == null) {
+            ep.tagSend(buffer, tag(kind));
+        } else {
+            ep.tagSend(buffer, declared, tag(kind));
+        }
+    }
+
+    @Override
+    public long recvNow(UcxWorker worker, MemorySegment buffer, Kind kind) {
+        return (declared == null
+                        ? worker.tagRecv(buffer, tag(kind), BenchProtocol.ALL_BITS, ep)
+                        : worker.tagRecv(buffer, declared, tag(kind), BenchProtocol.ALL_BITS, ep))
+                .length();
+    }
+
     static long tag(Kind kind) {
         return switch (kind) {
             case PING -> BenchProtocol.PING;

@@ -108,6 +108,8 @@ public final class Ucp {
     private static final MethodHandle REQUEST_CANCEL = fn("ucp_request_cancel", 2);
     private static final MethodHandle REQUEST_QUERY = fn("ucp_request_query", 2);
     private static final MethodHandle REQUEST_FREE = tiny("ucp_request_free", 1);
+    private static final MethodHandle REQUEST_CHECK_STATUS = tiny("ucp_request_check_status", 1);
+    private static final MethodHandle TAG_RECV_REQUEST_TEST = tiny("ucp_tag_recv_request_test", 2);
 
     // RMA: memory regions, remote keys, put/get, fence (all in UCX 1.13; *_nbx since 1.9).
     private static final MethodHandle MEM_MAP = fn("ucp_mem_map", 3);
@@ -336,6 +338,22 @@ public final class Ucp {
     /** {@code ucp_request_free(request)}; critical (no callbacks). */
     public static void requestFree(long request) throws Throwable {
         long unused = (long) REQUEST_FREE.invokeExact(request);
+    }
+
+    /**
+     * {@code ucp_request_check_status(request)}: {@code UCS_INPROGRESS} while a request without a callback
+     * runs, then its completion status; critical (no callbacks).
+     */
+    public static byte requestCheckStatus(long request) throws Throwable {
+        return (byte) (long) REQUEST_CHECK_STATUS.invokeExact(request);
+    }
+
+    /**
+     * {@code ucp_tag_recv_request_test(request, info)}: as {@link #requestCheckStatus} for a tag receive,
+     * and fills {@code info} (the sender's tag and the length) once it is done; critical (no callbacks).
+     */
+    public static byte tagRecvRequestTest(long request, MemorySegment info) throws Throwable {
+        return (byte) (long) TAG_RECV_REQUEST_TEST.invokeExact(request, a(info));
     }
 
     /** {@code ucp_mem_map(context, params, memh_p)}: a status. */

@@ -45,6 +45,7 @@ public class TagHotPathBenchmark {
     private Arena arena;
     private MemorySegment out;
     private MemorySegment in;
+    private MemorySegment in8;
     private MemorySegment header;
     private byte[] heapOut;
     private byte[] heapIn;
@@ -58,6 +59,7 @@ public class TagHotPathBenchmark {
         arena = Arena.ofShared();
         out = arena.allocate(8);
         in = arena.allocate(8 * WINDOW);
+        in8 = in.asSlice(0, 8);
         header = arena.allocate(8);
         heapOut = new byte[8];
         heapIn = new byte[8 * WINDOW];
@@ -80,6 +82,18 @@ public class TagHotPathBenchmark {
             pair.progressBoth();
         }
         return received.join().length();
+    }
+
+    /**
+     * One tag message through the blocking calls, which on a caller-driven worker run without a future or
+     * a UCX callback: the send (done at once for 8 bytes over shared memory), then the receive, which
+     * progresses the server until the message is matched. {@link RawFloorBenchmark} is the same message
+     * with UCX's calls made directly.
+     */
+    @Benchmark
+    public long tagMessageBlocking() {
+        pair.endpoint.tagSend(out, 1);
+        return pair.server.tagRecv(in8, 1, -1L).length();
     }
 
     /**

@@ -29,8 +29,6 @@ import org.ucx4j.internal.Upcalls;
  * <p>Threading: see {@link ProgressEngine}. The scratch structs are for the lock holder only.
  */
 public final class NativeWorker {
-    private static final long TAG_INFO_SENDER_TAG = Structs.offset(Structs.UCP_TAG_RECV_INFO, "sender_tag");
-    private static final long TAG_INFO_LENGTH = Structs.offset(Structs.UCP_TAG_RECV_INFO, "length");
 
     private final Arena arena = Arena.ofShared();
     /** The {@code ucp_worker_h}. */
@@ -108,9 +106,10 @@ public final class NativeWorker {
         // dispatcher gets the table before anything can call back (nothing has been posted yet).
         this.upcalls = new UpcallDispatcher(events, options.name());
         this.id = Upcalls.register(upcalls);
-        this.operations = new OperationTable(handle, id, param, scratch(Structs.UCP_REQUEST_ATTR));
+        this.operations = new OperationTable(handle, id, param, scratch(Structs.UCP_REQUEST_ATTR), tagInfo);
         upcalls.attach(operations);
         engine.pollWhileBulk(operations::bulkInFlight);
+        engine.pollRequests(operations::hasPolled, operations::pollRequests);
         engine.deferInsideCallbacks(upcalls::inUpcall);
         engine.start(options.name() + "-progress");
     }
@@ -205,6 +204,22 @@ public final class NativeWorker {
         executeOrFail(op, op);
     }
 
+    /**
+     * A blocking call of a caller-driven worker without a future: submits {@code op} (a polled operation,
+     * {@link Operation#Operation(NativeWorker, OperationKind, OperationOwner, long)}) with no UCX callback
+     * and waits on the calling thread until a round finds its request done
+     * ({@link ProgressEngine#runPolled}). Contiguous only.
+     *
+     * @param op the polled operation, its arguments set ({@link Operation#arguments})
+     * @param attrs more {@code op_attr_mask} bits
+     * @param call the {@code *_nbx} call, a constant reading its arguments from {@code op}
+     * @param what the call's name, for errors
+     */
+    public void runPolled(Operation op, int attrs, NbxCall call, String what) {
+        op.submission(false, null, attrs, 0, call);
+        engine.runPolled(op, what);
+    }
+
     /** Lock held: the body of {@link #startOp}; any failure fails the operation instead of losing it. */
     void start(Operation op, boolean iov, MemorySegment callback, int attrs, int flags, NbxCall call) {
         try {
@@ -255,7 +270,7 @@ public final class NativeWorker {
 
     /** Lock holder: the sender's tag and the length UCX left in {@link #tagInfo} (a probe, a receive done at once). */
     public TagInfo readTagInfo() {
-        return new TagInfo(tagInfo.get(JAVA_LONG, TAG_INFO_SENDER_TAG), tagInfo.get(JAVA_LONG, TAG_INFO_LENGTH));
+        return OperationTable.readTagInfo(tagInfo);
     }
 
     /**

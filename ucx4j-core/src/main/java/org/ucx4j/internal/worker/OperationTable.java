@@ -81,14 +81,34 @@ public final class OperationTable {
     private final MemorySegment requestAttr;
     /** In-flight operations counted as bulk ({@link Operation#bulk}). */
     private int bulk;
+    /** Scratch {@code ucp_tag_recv_info_t} (the worker's): where a polled receive's info is read. */
+    private final MemorySegment tagInfo;
+
+    private static final long TAG_INFO_SENDER_TAG = Structs.offset(Structs.UCP_TAG_RECV_INFO, "sender_tag");
+    private static final long TAG_INFO_LENGTH = Structs.offset(Structs.UCP_TAG_RECV_INFO, "length");
+    /** Polled operations with a live request ({@link #pollRequests}), the first {@link #polledCount}. */
+    private Operation[] polled = new Operation[4];
+
+    private int polledCount;
     /** Set while the worker is being destroyed: late callbacks must not free requests again. */
     private boolean destroying;
 
-    OperationTable(MemorySegment workerHandle, int workerId, MemorySegment param, MemorySegment requestAttr) {
+    OperationTable(
+            MemorySegment workerHandle,
+            int workerId,
+            MemorySegment param,
+            MemorySegment requestAttr,
+            MemorySegment tagInfo) {
         this.workerHandle = workerHandle;
         this.workerId = workerId;
         this.param = param;
         this.requestAttr = requestAttr;
+        this.tagInfo = tagInfo;
+    }
+
+    /** The sender's tag and the length in a {@code ucp_tag_recv_info_t}. */
+    static TagInfo readTagInfo(MemorySegment info) {
+        return new TagInfo(info.get(JAVA_LONG, TAG_INFO_SENDER_TAG), info.get(JAVA_LONG, TAG_INFO_LENGTH));
     }
 
     /** Registers an operation and returns its user-data word. */
@@ -116,12 +136,14 @@ public final class OperationTable {
     public MemorySegment param(Operation op, MemorySegment callback, int extraAttrs, int flags) {
         long userData = register(op);
         MemorySegment p = param;
-        p.set(JAVA_INT, P_OP_ATTR, OP_ATTR_FIELD_CALLBACK | OP_ATTR_FIELD_USER_DATA | extraAttrs);
+        // A polled operation (callback null) gets no callback: UCX must not call a null one.
+        int callbackAttrs = callback == null ? 0 : OP_ATTR_FIELD_CALLBACK | OP_ATTR_FIELD_USER_DATA;
+        p.set(JAVA_INT, P_OP_ATTR, callbackAttrs | extraAttrs);
         if ((extraAttrs & OP_ATTR_FIELD_MEMORY_TYPE) != 0) {
             p.set(JAVA_INT, P_MEMORY_TYPE, op.knownMemoryType());
         }
         p.set(JAVA_INT, P_FLAGS, flags);
-        p.set(ADDRESS, P_CB, callback);
+        p.set(ADDRESS, P_CB, callback == null ? MemorySegment.NULL : callback);
         p.set(JAVA_LONG, P_USER_DATA, userData);
         return p;
     }
@@ -161,10 +183,62 @@ public final class OperationTable {
                 op.bulk = true;
                 bulk++;
             }
+            if (op.polled()) {
+                addPolled(op);
+            }
             if (op.cancelRequested || op.overrideFailure != null) {
                 cancelRequest(op);
             }
         }
+    }
+
+    private void addPolled(Operation op) {
+        if (polledCount == polled.length) {
+            polled = java.util.Arrays.copyOf(polled, polledCount * 2);
+        }
+        polled[polledCount++] = op;
+        op.polling = true;
+    }
+
+    private void removePolled(Operation op) {
+        op.polling = false;
+        for (int i = polledCount - 1; i >= 0; i--) {
+            if (polled[i] == op) {
+                polled[i] = polled[--polledCount];
+                polled[polledCount] = null;
+                return;
+            }
+        }
+    }
+
+    /**
+     * Lock holder, after UCX progress: completes the polled operations whose requests UCX has finished
+     * (they have no callback: {@link Operation#polled()}), whoever started them, so that one whose waiting
+     * thread gave up (interrupted) is completed and leaves the table all the same.
+     *
+     * @return how many completed
+     */
+    int pollRequests() {
+        int n = 0;
+        for (int i = polledCount - 1; i >= 0; i--) {
+            Operation op = polled[i];
+            long req = op.request;
+            boolean receive = op.kind.tagReceive();
+            int status = NativeCalls.callInt(
+                    () -> receive ? Ucp.tagRecvRequestTest(req, tagInfo) : Ucp.requestCheckStatus(req));
+            if (status == UcxStatus.INPROGRESS.code()) {
+                continue;
+            }
+            n++;
+            // finish releases it: the last entry (already looked at, going down) moves into slot i.
+            finish(op, status, receive && status == UcxStatus.OK.code() ? readTagInfo(tagInfo) : null);
+        }
+        return n;
+    }
+
+    /** Whether a polled operation is in flight (the next round must look at it). Lock holder. */
+    boolean hasPolled() {
+        return polledCount > 0;
     }
 
     /** Fails an operation that could not even be submitted (registered or not). */
@@ -269,6 +343,9 @@ public final class OperationTable {
     }
 
     private void release(Operation op) {
+        if (op.polling) {
+            removePolled(op);
+        }
         if (op.id >= 0 && ops.remove(op.id, op) && op.bulk) {
             op.bulk = false;
             bulk--;

@@ -9,6 +9,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
+import java.util.function.IntSupplier;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -103,6 +104,10 @@ public final class ProgressEngine {
     private BooleanSupplier bulkInFlight = () -> false;
     /** Whether the lock holder is inside a UCX callback; asked with the lock held. Set before {@link #start}. */
     private BooleanSupplier inCallback = () -> false;
+    /** Whether a polled operation is in flight; asked with the lock held. Set before {@link #start}. */
+    private BooleanSupplier anyPolled = () -> false;
+    /** Completes the polled operations UCX has finished, returning how many; lock held. */
+    private IntSupplier pollPolled = () -> 0;
     /** Thread-blocking with a non-zero spin: the bulk window applies (a zero spin turns it off too). */
     private final boolean bulkPolling;
 
@@ -146,6 +151,18 @@ public final class ProgressEngine {
      */
     void deferInsideCallbacks(BooleanSupplier inCallback) {
         this.inCallback = inCallback;
+    }
+
+    /**
+     * Tells the engine how to complete the operations whose requests have no UCX callback (each round
+     * polls them after UCX progress: {@link #runPolled}). Before {@link #start}.
+     *
+     * @param any whether one is in flight; asked with the lock held
+     * @param poll completes those UCX finished and returns how many; run with the lock held
+     */
+    void pollRequests(BooleanSupplier any, IntSupplier poll) {
+        this.anyPolled = any;
+        this.pollPolled = poll;
     }
 
     /** Starts the progress thread, unless the caller drives progress. */
@@ -327,6 +344,9 @@ public final class ProgressEngine {
                 break;
             }
             n += c;
+        }
+        if (anyPolled.getAsBoolean()) {
+            n += pollPolled.getAsInt();
         }
         return n;
     }
@@ -517,13 +537,21 @@ public final class ProgressEngine {
         return NativeCalls.callInt(() -> Ucp.workerArm(handle)) == UcxStatus.OK.code();
     }
 
-    /** Blocking wait used by caller-driven workers: progress until done, sleeping on the fd when idle. */
-    private void progressUntil(CompletableFuture<?> f, long deadlineNanos) {
+    /** Whether what a wait waits for is done: a future, or a polled {@link Operation}. */
+    private static boolean isDone(Object waited) {
+        return waited instanceof Operation op ? op.isDone() : ((CompletableFuture<?>) waited).isDone();
+    }
+
+    /**
+     * Blocking wait used by caller-driven workers: progress until {@code f} (a future or a polled
+     * {@link Operation}) is done, sleeping on the fd when idle.
+     */
+    private void progressUntil(Object f, long deadlineNanos) {
         long idleSince = 0;
         int steps = 0;
         // The deadline and the interrupt are checked on one round in CLOCK_EVERY, busy or idle.
         int rounds = 0;
-        while (!f.isDone() && !destroyed) {
+        while (!isDone(f) && !destroyed) {
             if ((++rounds & (CLOCK_EVERY - 1)) == 0 && givesUp(deadlineNanos)) {
                 break;
             }
@@ -556,7 +584,7 @@ public final class ProgressEngine {
             } finally {
                 lock.unlock();
             }
-            if (canSleep && !f.isDone()) {
+            if (canSleep && !isDone(f)) {
                 Libc.pollIn(eventFd, 1);
             }
             idleSince = 0;
@@ -605,9 +633,13 @@ public final class ProgressEngine {
      */
     public void checkMayBlock(String what) {
         if (lock.isHeldByCurrentThread()) {
-            throw new IllegalStateException("blocking call '" + what + "' from inside a ucx4j callback (progress "
-                    + "thread) would deadlock: use the async variant and chain on its future");
+            throw mayNotBlock(what);
         }
+    }
+
+    private static IllegalStateException mayNotBlock(String what) {
+        return new IllegalStateException("blocking call '" + what + "' from inside a ucx4j callback (progress "
+                + "thread) would deadlock: use the async variant and chain on its future");
     }
 
     /**
@@ -669,6 +701,70 @@ public final class ProgressEngine {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new UcxCanceledException(what, "interrupted while waiting");
+        }
+    }
+
+    /** Whether the calling threads drive this worker ({@link ProgressMode#CALLER}). */
+    public boolean callerDriven() {
+        return mode == ProgressMode.CALLER;
+    }
+
+    /**
+     * A blocking call of a caller-driven worker, made without a future, a UCX callback or an upcall: takes
+     * the lock, runs what other threads queued before (submission order holds), submits {@code op} (a
+     * polled operation whose submission is set: {@link Operation#run()}) and runs one round; then
+     * progresses as {@link #await} does until the round that finds its request done completes it. The
+     * calling thread reads the outcome from {@code op}: this returns when it succeeded and throws what
+     * it failed with otherwise.
+     *
+     * <p>An interrupt ends the wait with {@link UcxCanceledException} and asks UCX to cancel {@code op} (a
+     * receive that has not matched is canceled; a send runs on); a later round completes it. Refused
+     * from inside a callback, or once the worker is closed: {@code op} fails (its staging is freed).
+     *
+     * @param op a polled operation, not yet started
+     * @param what the call's name, for errors
+     * @throws IllegalStateException from inside a ucx4j callback, or when the worker is or gets closed
+     */
+    public void runPolled(Operation op, String what) {
+        if (lock.isHeldByCurrentThread()) {
+            op.refuse(mayNotBlock(what));
+        } else {
+            lockForRound();
+            try {
+                if (destroyed) {
+                    op.refuse(closedWhileSubmitting());
+                } else {
+                    if (!queue.isEmpty()) {
+                        drainQueue(); // submitted before this call: they reach UCX first
+                    }
+                    op.run();
+                    if (!op.isDone()) {
+                        round();
+                    }
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+        if (!op.isDone()) {
+            wakeIfArmed(); // a thread asleep on the fd may wait for what this call's progress finishes
+            progressUntil(op, Long.MAX_VALUE);
+            if (!op.isDone() && destroyed) {
+                lock.lock(); // the destruction fails every pending operation before it lets go
+                lock.unlock();
+            }
+        }
+        if (!op.isDone()) {
+            if (destroyed) {
+                throw new IllegalStateException("'" + what + "' cannot complete: the UCX worker closed");
+            }
+            UcxCanceledException interrupted = new UcxCanceledException(what, "interrupted while waiting");
+            op.cancel(interrupted);
+            throw interrupted;
+        }
+        Throwable error = op.error();
+        if (error != null) {
+            throw NativeCalls.unchecked(error);
         }
     }
 

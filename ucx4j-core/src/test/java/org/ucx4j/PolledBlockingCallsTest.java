@@ -1,0 +1,267 @@
+package org.ucx4j;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.ucx4j.testing.Loopback;
+import org.ucx4j.testsupport.Requirements;
+
+/**
+ * The blocking tag calls of a caller-driven worker run without a future or a UCX callback (the calling
+ * thread polls the request): they must move the same bytes as the async calls, report every failure the
+ * async calls report, leave nothing in the worker's table, and stay safe when interrupted, when their
+ * endpoint closes, and when called from inside a callback.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("native")
+class PolledBlockingCallsTest {
+    private static final long WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
+
+    /** A thread-blocking server and a caller-driven client, connected; closed with the context. */
+    private record Workers(UcxContext ctx, UcxWorker server, UcxWorker client, Loopback pair) implements AutoCloseable {
+        static Workers open() throws Exception {
+            Requirements.assumeUcx();
+            UcxContext ctx = UcxContext.create();
+            try {
+                UcxWorker server = ctx.newWorker();
+                UcxWorker client = ctx.newWorker(WorkerOptions.builder()
+                        .progressMode(ProgressMode.CALLER)
+                        .build());
+                return new Workers(ctx, server, client, Loopback.connect(server, client));
+            } catch (Exception | Error e) {
+                ctx.close();
+                throw e;
+            }
+        }
+
+        @Override
+        public void close() {
+            ctx.close();
+        }
+    }
+
+    @Test
+    void blockingCallsMoveNativeHeapAndDeclaredBuffersOfEverySize() throws Exception {
+        try (Workers w = Workers.open();
+                Arena arena = Arena.ofShared()) {
+            UcxWorker server = w.server();
+            UcxWorker client = w.client();
+            Loopback pair = w.pair();
+            UcxEndpoint ep = pair.client();
+            UcxEndpoint back = pair.server();
+            // 8 bytes (eager, usually done inside the call) to 4 MiB (rendezvous: needs the server's progress).
+            for (int size : new int[] {8, 4096, 1 << 20, 4 << 20}) {
+                MemorySegment out = arena.allocate(size, 64);
+                for (int i = 0; i < size; i += 4096) {
+                    out.set(ValueLayout.JAVA_BYTE, i, (byte) (i / 4096 + size));
+                }
+                // Native, undeclared: the client's blocking send, the server's async receive.
+                MemorySegment there = arena.allocate(size, 64);
+                UcxFuture<TagInfo> got = server.tagRecvAsync(there, 1, -1L);
+                ep.tagSend(out, 1);
+                assertEquals(size, server.await(got).length());
+                assertEquals(-1L, there.mismatch(out), size + " bytes, native");
+                // Native, declared host: back again into the client's blocking receive, bound to its endpoint.
+                MemorySegment in = arena.allocate(size, 64);
+                UcxFuture<Void> sent = back.tagSendAsync(there, 2);
+                TagInfo info = client.tagRecv(in, MemoryKind.HOST, 2, -1L, ep);
+                assertEquals(new TagInfo(2, size), info);
+                assertEquals(-1L, in.mismatch(out), size + " bytes, declared");
+                server.await(sent);
+                // Heap: staged out, copied back in.
+                byte[] heapOut = out.toArray(ValueLayout.JAVA_BYTE);
+                byte[] heapIn = new byte[size];
+                got = server.tagRecvAsync(there.fill((byte) 0), 3, -1L);
+                ep.tagSend(heapOut, 3);
+                server.await(got);
+                sent = back.tagSendAsync(there, 4);
+                assertEquals(size, client.tagRecv(heapIn, 4, -1L).length());
+                assertArrayEquals(heapOut, heapIn, size + " bytes, heap");
+                server.await(sent);
+                assertEquals(0, client.pendingOperations(), "nothing left in the table after " + size + " bytes");
+            }
+        }
+    }
+
+    @Test
+    void aLongerMessageFailsTheBlockingReceiveAndTheWorkerGoesOn() throws Exception {
+        try (Workers w = Workers.open()) {
+            UcxWorker server = w.server();
+            UcxWorker client = w.client();
+            Loopback pair = w.pair();
+            for (int size : new int[] {64, 1 << 20}) {
+                UcxFuture<Void> sent = pair.server().tagSendAsync(new byte[size], 9);
+                UcxException e = assertThrows(UcxException.class, () -> client.tagRecv(new byte[8], 9, -1L));
+                assertTrue(
+                        e.getMessage().contains("larger than the 8-byte receive buffer"),
+                        "the error names the truncation: " + e.getMessage());
+                assertEquals(UcxStatus.MESSAGE_TRUNCATED.code(), e.rawStatus());
+                server.await(sent);
+                assertEquals(0, client.pendingOperations());
+            }
+            byte[] in = new byte[4];
+            UcxFuture<Void> sent = pair.server().tagSendAsync(new byte[] {1, 2, 3, 4}, 9);
+            assertEquals(4, client.tagRecv(in, 9, -1L).length());
+            assertArrayEquals(new byte[] {1, 2, 3, 4}, in);
+            server.await(sent);
+        }
+    }
+
+    @Test
+    void anInterruptedBlockingReceiveIsCanceledAndTakesNoLaterMessage() throws Exception {
+        try (Workers w = Workers.open()) {
+            UcxWorker server = w.server();
+            UcxWorker client = w.client();
+            Loopback pair = w.pair();
+            AtomicReference<Thread> waiter = new AtomicReference<>();
+            CompletableFuture<TagInfo> blocked = CompletableFuture.supplyAsync(() -> {
+                waiter.set(Thread.currentThread());
+                return client.tagRecv(new byte[8], 7, -1L);
+            });
+            awaitTrue(() -> client.pendingOperations() == 1, "the blocking receive is posted");
+            waiter.get().interrupt();
+            ExecutionException e = assertThrows(ExecutionException.class, () -> blocked.get(30, TimeUnit.SECONDS));
+            assertInstanceOf(UcxCanceledException.class, e.getCause());
+            // The cancel reaches UCX in a later round: whoever progresses the worker completes it.
+            awaitTrue(
+                    () -> {
+                        client.progress();
+                        return client.pendingOperations() == 0;
+                    },
+                    "the canceled receive leaves the table");
+            byte[] in = new byte[8];
+            UcxFuture<Void> sent = pair.server().tagSendAsync(new byte[] {9, 9, 9, 9, 9, 9, 9, 9}, 7);
+            assertEquals(8, client.tagRecv(in, 7, -1L).length(), "the message went to the new receive");
+            assertArrayEquals(new byte[] {9, 9, 9, 9, 9, 9, 9, 9}, in);
+            server.await(sent);
+        }
+    }
+
+    @Test
+    void aBlockingReceiveBoundToAnEndpointEndsWhenTheEndpointCloses() throws Exception {
+        try (Workers w = Workers.open()) {
+            UcxWorker server = w.server();
+            UcxWorker client = w.client();
+            Loopback pair = w.pair();
+            UcxEndpoint ep = pair.client();
+            CompletableFuture<TagInfo> blocked =
+                    CompletableFuture.supplyAsync(() -> client.tagRecv(new byte[8], 11, -1L, ep));
+            awaitTrue(() -> client.pendingOperations() == 1, "the blocking receive is posted");
+            // The close is queued; the blocked thread's own progress runs it and ends the receive.
+            UcxFuture<Void> closed = ep.closeAsync(CloseMode.FORCE);
+            ExecutionException e = assertThrows(ExecutionException.class, () -> blocked.get(30, TimeUnit.SECONDS));
+            assertInstanceOf(UcxException.class, e.getCause(), "the receive fails with the close: " + e.getCause());
+            client.await(closed);
+            assertEquals(0, client.pendingOperations());
+            // And a blocking call on the closed endpoint is refused before anything reaches UCX.
+            assertThrows(IllegalStateException.class, () -> ep.tagSend(new byte[8], 1));
+            assertThrows(IllegalStateException.class, () -> client.tagRecv(new byte[8], 1, -1L, ep));
+        }
+    }
+
+    @Test
+    void aBlockingCallFromInsideACallbackIsRefusedAndLeavesNothing() throws Exception {
+        try (Workers w = Workers.open()) {
+            UcxWorker server = w.server();
+            UcxWorker client = w.client();
+            Loopback pair = w.pair();
+            UcxEndpoint ep = pair.client();
+            AtomicReference<Throwable> send = new AtomicReference<>();
+            AtomicReference<Throwable> recv = new AtomicReference<>();
+            // A continuation of a caller-mode future runs on the thread that progresses, with the lock held.
+            UcxFuture<TagInfo> got = client.tagRecvAsync(new byte[8], 5, -1L);
+            CompletableFuture<Void> inside = got.thenRun(() -> {
+                send.set(catching(() -> ep.tagSend(new byte[16], 6)));
+                recv.set(catching(() -> client.tagRecv(new byte[16], 6, -1L)));
+            });
+            UcxFuture<Void> sent = pair.server().tagSendAsync(new byte[8], 5);
+            client.await(got);
+            inside.get(30, TimeUnit.SECONDS);
+            server.await(sent);
+            assertInstanceOf(IllegalStateException.class, send.get(), "send: " + send.get());
+            assertTrue(
+                    send.get().getMessage().contains("from inside a ucx4j callback"),
+                    send.get().getMessage());
+            assertInstanceOf(IllegalStateException.class, recv.get(), "receive: " + recv.get());
+            assertEquals(0, client.pendingOperations(), "the refused calls left nothing behind");
+        }
+    }
+
+    @Test
+    void blockingCallsOfSeveralThreadsOnOneCallerWorkerAllComplete() throws Exception {
+        try (Workers w = Workers.open()) {
+            UcxWorker server = w.server();
+            UcxWorker client = w.client();
+            Loopback pair = w.pair();
+            UcxEndpoint ep = pair.client();
+            UcxEndpoint back = pair.server();
+            int threads = 4;
+            int rounds = 500;
+            // The server echoes every message of tag t back with tag t + 100.
+            CompletableFuture<?>[] echoes = new CompletableFuture<?>[threads];
+            for (int t = 0; t < threads; t++) {
+                long tag = t;
+                echoes[t] = CompletableFuture.runAsync(() -> {
+                    byte[] buf = new byte[32];
+                    for (int i = 0; i < rounds; i++) {
+                        server.tagRecv(buf, tag, -1L);
+                        back.tagSend(buf, tag + 100);
+                    }
+                });
+            }
+            CompletableFuture<?>[] clients = new CompletableFuture<?>[threads];
+            for (int t = 0; t < threads; t++) {
+                long tag = t;
+                clients[t] = CompletableFuture.runAsync(() -> {
+                    byte[] out = new byte[32];
+                    byte[] in = new byte[32];
+                    for (int i = 0; i < rounds; i++) {
+                        Arrays.fill(out, (byte) (tag * 31 + i));
+                        ep.tagSend(out, tag);
+                        client.tagRecv(in, tag + 100, -1L);
+                        if (!Arrays.equals(out, in)) {
+                            throw new AssertionError("thread " + tag + ", round " + i + ": wrong echo");
+                        }
+                    }
+                });
+            }
+            CompletableFuture.allOf(clients).get(90, TimeUnit.SECONDS);
+            CompletableFuture.allOf(echoes).get(30, TimeUnit.SECONDS);
+            assertEquals(0, client.pendingOperations());
+        }
+    }
+
+    private static Throwable catching(Runnable r) {
+        try {
+            r.run();
+            return null;
+        } catch (Throwable t) {
+            return t;
+        }
+    }
+
+    private static void awaitTrue(BooleanSupplier condition, String what) {
+        long deadline = System.nanoTime() + WAIT_NANOS;
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("not within 30 s: " + what);
+            }
+            Thread.onSpinWait();
+        }
+    }
+}
