@@ -13,6 +13,9 @@
 #                           times the iterations of each row (longer runs, for the bimodal small-message rows)
 #   BENCH_JAVA_OPTS="-Xms1g -Xmx1g -XX:+AlwaysPreTouch" ...   JVM options for every ucx4j run (the bench server
 #                           gets the heap, collector and processor ones too: docs/CONFIGURATION.md, "Small messages")
+#   PERFTEST=1 ...          ucx_perftest's 8-byte tag_lat (p50, one-way usec) once a round too, the same transports
+#                           (ucx_perftest on PATH or UCX_PERFTEST), and each latency row's median against its median
+# Sides alternate: BEFORE first in odd rounds, AFTER first in even ones.
 # With OUT set, every run's JSON is appended, one line each, to $OUT/before-after.jsonl.
 set -euo pipefail
 : "${BEFORE:?BEFORE=<folder of jars>}" "${AFTER:?AFTER=<folder of jars>}"
@@ -60,10 +63,22 @@ except Exception:
     print("")' "$out" "$3"
 }
 declare -A FIG
+PT=""
+if [ "${PERFTEST:-0}" = 1 ]; then
+    # shellcheck source=bench/lib.sh
+    source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
+fi
 for r in $(seq "$ROUNDS"); do
+    if [ "${PERFTEST:-0}" = 1 ]; then
+        pt=$(bench_perftest "" "" "" "-t tag_lat -s 8 -n 1000000" | cut -d, -f2 | tr -d ' ')
+        PT+="$pt "
+        echo "round $r/$ROUNDS ucx_perftest tag_lat 8 B: $pt" >&2
+    fi
+    sides="BEFORE AFTER"
+    [ $((r % 2)) = 1 ] || sides="AFTER BEFORE"
     for row in "${ROWS[@]}"; do
         IFS='|' read -r id args field <<<"$row"
-        for side in BEFORE AFTER; do
+        for side in $sides; do
             echo "round $r/$ROUNDS $id $side (load $(cut -d' ' -f1 /proc/loadavg))" >&2
             FIG[$id,$side]+="$(run "${!side}" "$args" "$field") "
         done
@@ -85,3 +100,13 @@ f = lambda v: "-" if v is None else f"{v:,.3f}" if v < 100 else f"{v:,.0f}"
 print(f"| {rid} | {field} | {f(mb)} | {f(ma)} | {ratio} | {' '.join(f(x) for x in bs)} | {' '.join(f(x) for x in as_)} |")
 PY
 done
+if [ -n "$PT" ]; then
+    echo
+    python3 - "$PT" <<'PY'
+import statistics, sys
+pt = [float(x) for x in sys.argv[1].split() if x.replace(".", "", 1).isdigit()]
+if pt:
+    print(f"ucx_perftest tag_lat 8 B p50: median {statistics.median(pt):.3f} usec (rounds: {' '.join(f'{x:.3f}' for x in pt)});"
+          " divide a latency row's median by it for the ratio issue 15 names")
+PY
+fi
