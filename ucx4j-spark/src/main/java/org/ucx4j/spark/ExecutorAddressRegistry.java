@@ -40,6 +40,10 @@ import scala.runtime.BoxedUnit;
  * ucx4j, so that the driver can tell how much of the shuffle went through it
  * ({@link Driver#bytesFetched()}).
  *
+ * <p>An executor registers once: the driver refuses a second, different address for it, and an id that
+ * Spark's scheduler does not hold ({@link Driver#register}), so a sender that reaches the driver's RPC
+ * cannot speak for an executor that registered.
+ *
  * <p>Messages are plain strings, so that the driver's RPC threads need none of our classes to read them.
  */
 final class ExecutorAddressRegistry {
@@ -155,6 +159,30 @@ final class ExecutorAddressRegistry {
             return live;
         }
 
+        /**
+         * Records an executor's address, unless that would let one sender speak for another executor:
+         * an id Spark's scheduler does not hold (where it can tell), an executor Spark removed, or an
+         * executor that registered another address already (each registers once, when it starts, and
+         * Spark never reuses an id). So whoever can reach the driver's RPC cannot redirect an executor's
+         * blocks to an address of its choosing once that executor has registered.
+         *
+         * @return null when recorded (or already recorded, the same), else why it was refused
+         */
+        String register(String executorId, String address) {
+            if (removed.containsKey(executorId)) {
+                return "executor " + executorId + " was already removed by Spark";
+            }
+            Set<String> live = liveExecutors();
+            if (live != null && !live.contains(executorId)) {
+                return "executor " + executorId + " is not one of Spark's executors: registration refused";
+            }
+            String before = addresses.putIfAbsent(executorId, address);
+            if (before != null && !before.equals(address)) {
+                return "executor " + executorId + " registered its ucx4j shuffle address already: another one refused";
+            }
+            return null;
+        }
+
         /** The executor's address, after checking with the scheduler that it was not removed meanwhile. */
         private String liveAddress(String executorId) {
             String address = addresses.get(executorId);
@@ -198,12 +226,11 @@ final class ExecutorAddressRegistry {
                     watchRemovals();
                     if (parts.length == 3 && parts[0].equals(REGISTER)) {
                         URI.create(parts[2]);
-                        if (removed.containsKey(parts[1])) {
-                            context.sendFailure(new IllegalStateException(
-                                    "executor " + parts[1] + " was already removed by Spark"));
+                        String refused = register(parts[1], parts[2]);
+                        if (refused != null) {
+                            context.sendFailure(new IllegalStateException(refused));
                             return;
                         }
-                        addresses.put(parts[1], parts[2]);
                         context.reply("");
                     } else if (parts.length == 2 && parts[0].equals(LOOKUP)) {
                         String address = liveAddress(parts[1]);

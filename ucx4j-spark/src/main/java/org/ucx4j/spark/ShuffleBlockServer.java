@@ -38,6 +38,7 @@ import org.ucx4j.comm.CommListener;
 import org.ucx4j.comm.CommTimeoutException;
 import org.ucx4j.comm.Frame;
 import org.ucx4j.comm.Message;
+import org.ucx4j.comm.internal.RefusalLog;
 import scala.Option;
 
 /**
@@ -92,9 +93,6 @@ final class ShuffleBlockServer implements AutoCloseable {
      */
     static final int MAX_MAPS_PER_REPLY = 16_384;
 
-    /** Refusal lines in the log: at most one a second ({@link #logRefusals}). */
-    private static final long REFUSAL_LOG_NANOS = TimeUnit.SECONDS.toNanos(1);
-
     /** Where replies' completions run: never the transport's progress thread. */
     private static final Executor REPLY_DONE =
             task -> Thread.ofVirtual().name("ucx4j-shuffle-reply-done").start(task);
@@ -110,10 +108,11 @@ final class ShuffleBlockServer implements AutoCloseable {
     private final Duration idleClose;
     /** How long a reply may take to be written, and a request to find room ({@code spark.ucx4j.shuffle.timeout}). */
     private final Duration replyTimeout;
-    /** When the next refusal line may be logged (nanoTime). */
-    private final AtomicLong nextRefusalLog = new AtomicLong(System.nanoTime());
-    /** Refused blocks not in the log since its last refusal line. */
-    private final AtomicLong refusalsNotLogged = new AtomicLong();
+    /**
+     * Where what a peer did wrong is logged (refused connections and blocks, bad requests, replies not
+     * taken): a few lines per window, then counts, so that a peer cannot flood the executor's log.
+     */
+    private final RefusalLog refusals;
     /** Open connections by peer; guarded by itself. */
     private final Map<String, List<Served>> byPeer = new HashMap<>();
 
@@ -121,6 +120,17 @@ final class ShuffleBlockServer implements AutoCloseable {
 
     ShuffleBlockServer(
             CommContext context, String host, ShuffleTransportSettings settings, ShuffleBlockResolver resolver) {
+        this(context, host, settings, resolver, LOG::warn);
+    }
+
+    /** For tests: what peers do wrong goes to {@code warnings} (rate-limited) instead of the log. */
+    ShuffleBlockServer(
+            CommContext context,
+            String host,
+            ShuffleTransportSettings settings,
+            ShuffleBlockResolver resolver,
+            java.util.function.Consumer<String> warnings) {
+        this.refusals = new RefusalLog(warnings, "ucx4j shuffle");
         this.resolver = resolver;
         this.maxMessageSize = settings.options().maxMessageSize();
         // Permits of 4 KiB keep the count within an int for any bound up to 8 TiB.
@@ -219,8 +229,9 @@ final class ShuffleBlockServer implements AutoCloseable {
         Served served = admit(comm, peer);
         if (served == null) {
             if (!closed) {
-                LOG.warn(
-                        "ucx4j shuffle: refused a connection from {}: its {} connections are all serving ({})",
+                refusals.refused(
+                        "connection over the per-peer cap",
+                        "refused a connection from {}: its {} connections are all serving ({})",
                         comm.peerAddress(),
                         maxPerPeer,
                         ShuffleTransportSettings.MAX_CONNECTIONS_PER_PEER);
@@ -235,16 +246,17 @@ final class ShuffleBlockServer implements AutoCloseable {
                     served.inFlight.incrementAndGet();
                     served.lastRequest = System.nanoTime();
                     if (m.frameCount() != 1) {
-                        LOG.warn(
-                                "ucx4j shuffle: a request from {} has {} frames, not 1: closing",
+                        refusals.refused(
+                                "malformed request",
+                                "a request from {} has {} frames, not 1: closing",
                                 comm.peerAddress(),
                                 m.frameCount());
                         return;
                     }
                     if (m.byteSize() > BlockFetchProtocol.MAX_REQUEST_BYTES) {
-                        LOG.warn(
-                                "ucx4j shuffle: a request from {} has {} bytes, more than a request may ({}):"
-                                        + " closing",
+                        refusals.refused(
+                                "oversized request",
+                                "a request from {} has {} bytes, more than a request may ({}): closing",
                                 comm.peerAddress(),
                                 m.byteSize(),
                                 BlockFetchProtocol.MAX_REQUEST_BYTES);
@@ -260,7 +272,8 @@ final class ShuffleBlockServer implements AutoCloseable {
             // The peer closed or died (or we closed it to make room): nothing to answer.
         } catch (RuntimeException e) {
             if (!closed) {
-                LOG.warn("ucx4j shuffle: serving {} failed: {}", comm.peerAddress(), e.toString());
+                refusals.refused(
+                        "serving failed", "serving {} failed: {}", comm.peerAddress(), printable(e.toString()));
             }
             comm.abort();
         } finally {
@@ -401,7 +414,8 @@ final class ShuffleBlockServer implements AutoCloseable {
                             bytesServed.addAndGet(bytes);
                         } else {
                             // The peer waits for this reply: drop the connection so its fetch fails now.
-                            LOG.warn("ucx4j shuffle: a reply to {} failed: {}", comm.peerAddress(), failure.toString());
+                            refusals.refused(
+                                    "reply failed", "a reply to {} failed: {}", comm.peerAddress(), failure.toString());
                             comm.abort();
                         }
                     },
@@ -412,8 +426,9 @@ final class ShuffleBlockServer implements AutoCloseable {
             // completion above gives everything back.
             write.copy().orTimeout(replyTimeout.toNanos(), TimeUnit.NANOSECONDS).whenComplete((ok, failure) -> {
                 if (failure instanceof TimeoutException && !write.isDone()) {
-                    LOG.warn(
-                            "ucx4j shuffle: {} did not take a reply of {} bytes within {}: aborting the connection",
+                    refusals.refused(
+                            "reply not taken",
+                            "{} did not take a reply of {} bytes within {}: aborting the connection",
                             comm.peerAddress(),
                             bytes,
                             replyTimeout);
@@ -465,27 +480,20 @@ final class ShuffleBlockServer implements AutoCloseable {
     }
 
     /**
-     * One line for a request's refused blocks (how many, the first with its cause), and at most one such
-     * line a second for the whole server: a peer that asks for thousands of bad ids must not fill the disk.
+     * One refusal for a request's refused blocks (how many, the first with its cause), through the
+     * server's {@link RefusalLog}: a peer that asks for thousands of bad ids must not fill the disk.
      */
     private void logRefusals(Comm comm, Refusals refused) {
         if (refused.count == 0) {
             return;
         }
-        long now = System.nanoTime();
-        long next = nextRefusalLog.get();
-        if (now - next < 0 || !nextRefusalLog.compareAndSet(next, now + REFUSAL_LOG_NANOS)) {
-            refusalsNotLogged.addAndGet(refused.count);
-            return;
-        }
-        long before = refusalsNotLogged.getAndSet(0);
-        LOG.warn(
-                "ucx4j shuffle: {} block(s) asked for by {} refused; the first, {}: {}{}",
+        refusals.refused(
+                "blocks refused",
+                "{} block(s) asked for by {} refused; the first, {}: {}",
                 refused.count,
                 comm.peerAddress(),
                 printable(refused.firstId),
-                printable(refused.firstCause.toString()),
-                before > 0 ? " (and " + before + " more refused since the last such line)" : "");
+                printable(refused.firstCause.toString()));
     }
 
     /** A peer's text for a log line or a reply: control characters escaped, at most 120 characters kept. */

@@ -11,11 +11,14 @@ import java.io.DataOutputStream;
 import java.io.File;
 import java.io.FileOutputStream;
 import java.io.RandomAccessFile;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import org.apache.spark.SparkConf;
 import org.apache.spark.shuffle.IndexShuffleBlockResolver;
@@ -33,6 +36,7 @@ import org.ucx4j.comm.CommClosedException;
 import org.ucx4j.comm.CommContext;
 import org.ucx4j.comm.CommKeys;
 import org.ucx4j.comm.CommOptions;
+import org.ucx4j.comm.Frame;
 import org.ucx4j.comm.Message;
 import org.ucx4j.testsupport.Requirements;
 import scala.Option;
@@ -182,6 +186,40 @@ class ShuffleBlockServerTest {
         }
     }
 
+    @Test
+    void aPeerThatMisbehavesOnEveryConnectionFillsNoLog() throws Exception {
+        Path data = dir.resolve("shuffle_0_0_0.data");
+        Files.write(data, bytes(100, 0));
+        Queue<String> warnings = new ConcurrentLinkedQueue<>();
+        int connections = 60;
+        try (ShuffleBlockServer server = new ShuffleBlockServer(
+                context,
+                "127.0.0.1",
+                settings("tcp", 1 << 20, Duration.ofSeconds(30)),
+                new TenByteBlocks(data.toFile(), dir.resolve("gone.data").toFile()),
+                warnings::add)) {
+            // Each connection sends a request of two frames (a request has one) and is closed by the server;
+            // before, each wrote its own WARN line.
+            for (int i = 0; i < connections; i++) {
+                try (Comm hostile = context.connect(server.address(), options())) {
+                    hostile.write(Message.of(
+                            Frame.host(MemorySegment.ofArray(new byte[8])),
+                            Frame.host(MemorySegment.ofArray(new byte[8]))));
+                    assertThrows(CommClosedException.class, () -> hostile.read(Duration.ofSeconds(60)));
+                }
+            }
+            List<String> lines = List.copyOf(warnings);
+            assertTrue(lines.size() <= 6, lines.size() + " lines for " + connections + " bad connections: " + lines);
+            assertTrue(!lines.isEmpty() && lines.get(0).contains("has 2 frames, not 1: closing"), lines.toString());
+            // And the server still serves a well-behaved peer.
+            try (Comm comm = context.connect(server.address(), options())) {
+                assertArrayEquals(
+                        bytes(10, 20),
+                        request(comm, new String[] {"shuffle_0_0_2"}).blocks.get(0));
+            }
+        }
+    }
+
     private static final long MAP_AT_LEAST_PLUS_5 = ShuffleBlockServer.MAP_AT_LEAST + 5;
 
     /** Map 0 of shuffle 0 in {@link #dir}: partitions of the given sizes (a sparse data file) and its index. */
@@ -258,7 +296,11 @@ class ShuffleBlockServerTest {
 
     private ShuffleBlockServer server(
             ShuffleBlockResolver resolver, long maxBytesInFlight, String scheme, Duration replyTimeout) {
-        ShuffleTransportSettings settings = new ShuffleTransportSettings(
+        return new ShuffleBlockServer(context, "127.0.0.1", settings(scheme, maxBytesInFlight, replyTimeout), resolver);
+    }
+
+    private static ShuffleTransportSettings settings(String scheme, long maxBytesInFlight, Duration replyTimeout) {
+        return new ShuffleTransportSettings(
                 scheme,
                 scheme,
                 null,
@@ -270,7 +312,6 @@ class ShuffleBlockServerTest {
                 false,
                 16,
                 Duration.ofMinutes(1));
-        return new ShuffleBlockServer(context, "127.0.0.1", settings, resolver);
     }
 
     private static CommOptions options() {
