@@ -135,12 +135,15 @@ public final class UcxEndpoint implements AutoCloseable {
      * Blocking twin of {@link #tagSendAsync(MemorySegment, long)}: returns when the buffer may be reused.
      * On a {@link ProgressMode#CALLER} worker the calling thread submits the send and progresses the
      * worker until UCX is done with it, with no future (and no UCX callback) in between: the cheapest
-     * way ucx4j sends one message.
+     * way ucx4j sends one message. Interrupted there, it waits (up to 2 s) for UCX to finish with the
+     * buffer, then returns as usual with the interrupt flag set.
      *
      * @param buffer the payload (see the class comment about memory)
      * @param tag the 64-bit tag
      * @throws IllegalStateException from inside a ucx4j callback, or when the endpoint or worker is closed
-     * @throws UcxException when UCX fails the send (the endpoint failed, for instance)
+     * @throws UcxException when UCX fails the send (the endpoint failed, for instance); a
+     *     {@link UcxCanceledException} when the endpoint or worker closes meanwhile, or when an interrupted
+     *     call's buffer is still UCX's after those 2 s
      */
     public void tagSend(MemorySegment buffer, long tag) {
         if (rt.engine.callerDriven()) {

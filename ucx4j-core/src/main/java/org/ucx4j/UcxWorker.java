@@ -522,14 +522,17 @@ public final class UcxWorker implements AutoCloseable {
      * Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long)}: returns once a message arrived in
      * {@code buffer}. On a {@link ProgressMode#CALLER} worker the calling thread submits the receive and
      * progresses the worker until UCX completes it, with no future (and no UCX callback) in between: the
-     * cheapest way ucx4j receives one message.
+     * cheapest way ucx4j receives one message. Interrupted there, it asks UCX to cancel the receive and
+     * waits (up to 2 s) for UCX to let go of the buffer: a receive that had not matched a message throws
+     * {@link UcxCanceledException}, one that had returns the message; the interrupt flag stays set.
      *
      * @param buffer where to receive
      * @param tag the tag to match
      * @param mask which bits must match
      * @return the sender's tag and the length
      * @throws IllegalStateException from inside a ucx4j callback, or when the worker is closed
-     * @throws UcxException when the receive fails (the message was longer than the buffer, for instance)
+     * @throws UcxException when the receive fails (the message was longer than the buffer, for instance);
+     *     a {@link UcxCanceledException} when interrupted (above) or when the worker closes meanwhile
      */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask) {
         if (rt.engine.callerDriven()) {

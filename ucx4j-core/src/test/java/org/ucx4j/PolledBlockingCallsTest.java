@@ -13,6 +13,7 @@ import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Tag;
@@ -128,27 +129,81 @@ class PolledBlockingCallsTest {
             UcxWorker server = w.server();
             UcxWorker client = w.client();
             Loopback pair = w.pair();
-            AtomicReference<Thread> waiter = new AtomicReference<>();
-            CompletableFuture<TagInfo> blocked = CompletableFuture.supplyAsync(() -> {
-                waiter.set(Thread.currentThread());
-                return client.tagRecv(new byte[8], 7, -1L);
-            });
+            Blocked<TagInfo> blocked = Blocked.start(() -> client.tagRecv(new byte[8], 7, -1L));
             awaitTrue(() -> client.pendingOperations() == 1, "the blocking receive is posted");
-            waiter.get().interrupt();
-            ExecutionException e = assertThrows(ExecutionException.class, () -> blocked.get(30, TimeUnit.SECONDS));
+            blocked.thread.interrupt();
+            ExecutionException e =
+                    assertThrows(ExecutionException.class, () -> blocked.result.get(30, TimeUnit.SECONDS));
             assertInstanceOf(UcxCanceledException.class, e.getCause());
-            // The cancel reaches UCX in a later round: whoever progresses the worker completes it.
-            awaitTrue(
-                    () -> {
-                        client.progress();
-                        return client.pendingOperations() == 0;
-                    },
-                    "the canceled receive leaves the table");
+            assertTrue(blocked.interruptedAfter.get(), "the interrupt flag is kept for the caller");
+            // The call waited for UCX to release the receive: nothing is left in the table.
+            assertEquals(0, client.pendingOperations());
             byte[] in = new byte[8];
             UcxFuture<Void> sent = pair.server().tagSendAsync(new byte[] {9, 9, 9, 9, 9, 9, 9, 9}, 7);
             assertEquals(8, client.tagRecv(in, 7, -1L).length(), "the message went to the new receive");
             assertArrayEquals(new byte[] {9, 9, 9, 9, 9, 9, 9, 9}, in);
             server.await(sent);
+        }
+    }
+
+    /**
+     * A rendezvous message (4 MiB, {@code put_zcopy}: the receiver waits for the sender's progress) whose
+     * receive is interrupted just after it was posted, five times: each message reaches exactly one
+     * receive. Either the interrupted call had matched it and returns it, or it had not, fails as canceled,
+     * and a new receive gets it. (The first version reported a matched
+     * receive as canceled, and the message was lost: found by a review.)
+     */
+    @Test
+    void anInterruptedBlockingReceiveNeverLosesTheMessage() throws Exception {
+        Requirements.assumeUcx();
+        try (UcxContext ctx =
+                        UcxContext.builder().option("RNDV_SCHEME", "put_zcopy").build();
+                Arena arena = Arena.ofShared()) {
+            WorkerOptions caller =
+                    WorkerOptions.builder().progressMode(ProgressMode.CALLER).build();
+            UcxWorker server = ctx.newWorker(caller);
+            UcxWorker client = ctx.newWorker(caller);
+            AtomicBoolean pumping = new AtomicBoolean(true);
+            Thread pump = Thread.ofPlatform().start(() -> {
+                while (pumping.get()) {
+                    server.progress();
+                }
+            });
+            try {
+                Loopback pair = Loopback.connect(server, client);
+                int size = 4 << 20;
+                MemorySegment in = arena.allocate(size, 64);
+                int returned = 0;
+                for (int round = 0; round < 5; round++) {
+                    byte mark = (byte) (round + 1);
+                    in.fill((byte) 0);
+                    UcxFuture<Void> sent =
+                            pair.server().tagSendAsync(arena.allocate(size, 64).fill(mark), 7);
+                    Blocked<TagInfo> blocked = Blocked.start(() -> client.tagRecv(in, 7, -1L));
+                    // Posted (or, the pump being quick, already done), then interrupted.
+                    awaitTrue(
+                            () -> client.pendingOperations() >= 1 || blocked.result.isDone(),
+                            "round " + round + ": the receive is posted");
+                    blocked.thread.interrupt();
+                    try {
+                        assertEquals(
+                                size, blocked.result.get(30, TimeUnit.SECONDS).length());
+                        returned++;
+                    } catch (ExecutionException e) {
+                        assertInstanceOf(UcxCanceledException.class, e.getCause(), "round " + round);
+                        assertEquals(0, client.pendingOperations(), "round " + round + ": UCX let go of it");
+                        client.tagRecv(in, 7, -1L); // the message is still there
+                    }
+                    assertEquals(mark, in.get(ValueLayout.JAVA_BYTE, size - 1), "round " + round + ": its bytes");
+                    awaitTrue(sent::isDone, "round " + round + ": the send completes");
+                    assertTrue(!sent.isCompletedExceptionally(), "round " + round);
+                }
+                System.out.println(
+                        "interrupted rendezvous receives that returned their message: " + returned + " of 5");
+            } finally {
+                pumping.set(false);
+                pump.join();
+            }
         }
     }
 
@@ -243,6 +298,32 @@ class PolledBlockingCallsTest {
             CompletableFuture.allOf(clients).get(90, TimeUnit.SECONDS);
             CompletableFuture.allOf(echoes).get(30, TimeUnit.SECONDS);
             assertEquals(0, client.pendingOperations());
+        }
+    }
+
+    /** A call made on a platform thread of its own (not a pool's, whose interrupt flag would outlive it). */
+    private record Blocked<T>(Thread thread, CompletableFuture<T> result, AtomicBoolean interruptedAfter) {
+        static <T> Blocked<T> start(java.util.function.Supplier<T> call) {
+            CompletableFuture<T> result = new CompletableFuture<>();
+            AtomicBoolean interruptedAfter = new AtomicBoolean();
+            Thread t = Thread.ofPlatform().unstarted(() -> {
+                T value = null;
+                Throwable failure = null;
+                try {
+                    value = call.get();
+                } catch (Throwable e) {
+                    failure = e;
+                }
+                interruptedAfter.set(Thread.currentThread().isInterrupted()); // before the result is seen
+                if (failure == null) {
+                    result.complete(value);
+                } else {
+                    result.completeExceptionally(failure);
+                }
+            });
+            Blocked<T> b = new Blocked<>(t, result, interruptedAfter);
+            t.start();
+            return b;
         }
     }
 

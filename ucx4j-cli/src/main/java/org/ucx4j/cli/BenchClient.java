@@ -144,9 +144,9 @@ final class BenchClient {
     // ------------------------------------------------------------------ latency
 
     /**
-     * Round trips, one sample each. Two-sided: on a caller-driven worker a blocking send then a blocking
-     * receive, as {@code ucx_perftest} does; with a progress thread the receive is posted before the send,
-     * so that the pong never waits as unexpected; the first and last pongs are verified. Put: the last put's pattern is checked
+     * Round trips, one sample each. Two-sided: tag messages on a caller-driven worker go by a blocking send
+     * then a blocking receive, as {@code ucx_perftest} does; otherwise the receive is posted before the
+     * send, so that the pong never waits as unexpected; the first and last pongs are verified. Put: the last put's pattern is checked
      * by the server at the end. Get: the first and last gets are verified.
      */
     private static long[] latency(Target t, BenchSettings run, Arena arena, ProgressBar bar) {
@@ -156,7 +156,11 @@ final class BenchClient {
         MemorySegment recv = memory.allocate(arena, run.size());
         long[] samples = new long[Math.toIntExact(run.iterations())];
         long total = run.total();
-        boolean callerDriven = worker.progressMode() == ProgressMode.CALLER;
+        // Tag messages on a caller-driven worker: its blocking calls, as ucx_perftest does; the others (and
+        // every path with a progress thread) keep the receive posted before the send.
+        boolean sendThenReceive = worker.progressMode() == ProgressMode.CALLER
+                && t.path() != null
+                && t.path().hasBlockingCalls();
         for (long i = 0; i < total; i++) {
             boolean verify = i == 0 || i == total - 1;
             if (verify) {
@@ -173,7 +177,7 @@ final class BenchClient {
                 case GET -> worker.await(t.ep().getAsync(recv, t.key(), 0));
                 default -> {
                     long length;
-                    if (callerDriven) {
+                    if (sendThenReceive) {
                         // As ucx_perftest's ping-pong: a blocking send, then a blocking receive (on a
                         // caller-driven worker both run without a future: UcxWorker#tagRecv).
                         t.path().sendNow(worker, send, MessagePath.Kind.PING);

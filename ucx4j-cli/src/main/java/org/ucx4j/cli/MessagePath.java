@@ -40,6 +40,16 @@ sealed interface MessagePath permits TagPath, StreamPath, AmPath {
     CompletableFuture<Long> recv(MemorySegment buffer, Kind kind);
 
     /**
+     * Whether {@link #sendNow} and {@link #recvNow} are blocking calls of their own (on a caller-driven
+     * worker, calls without a future), rather than {@link #send} or {@link #recv} and a wait.
+     *
+     * @return true for tag messages
+     */
+    default boolean hasBlockingCalls() {
+        return false;
+    }
+
+    /**
      * Sends a buffer and returns once it may be reused: the endpoint's blocking call where it has one (on a
      * caller-driven worker that runs without a future), else {@link #send} and a wait.
      *

@@ -29,6 +29,11 @@ record TagPath(UcxEndpoint ep, MemoryKind declared) implements MessagePath {
     }
 
     @Override
+    public boolean hasBlockingCalls() {
+        return true;
+    }
+
+    @Override
     public void sendNow(UcxWorker worker, MemorySegment buffer, Kind kind) {
         if (declared == null) {
             ep.tagSend(buffer, tag(kind));

@@ -7,10 +7,13 @@ import org.ucx4j.UcxException;
 
 /**
  * One in-flight UCX operation. Lives in its worker's {@link OperationTable} from submission until UCX's
- * callback (or an immediate completion).
+ * callback, an immediate completion, or (a polled operation: no callback) the round that finds its
+ * request done.
  *
  * <p>Threading: created on any thread, then touched only while holding the worker's progress lock,
- * except for what it inherits as a queued task (its link and claim word: {@link SubmissionQueue}).
+ * except for what it inherits as a queued task (its link and claim word: {@link SubmissionQueue}) and,
+ * for a polled operation, its outcome ({@link #isDone()}, {@link #value()}, {@link #error()}), which the
+ * thread that waits for it reads without the lock once {@code isDone()} is true.
  *
  * <p>Ownership: the native staging blocks it holds (copies of heap memory, an active message's header,
  * a scatter-gather list) belong to it and are freed when it completes.

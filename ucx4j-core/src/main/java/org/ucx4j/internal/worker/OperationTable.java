@@ -184,6 +184,9 @@ public final class OperationTable {
                 bulk++;
             }
             if (op.polled()) {
+                if (completeIfDone(op)) {
+                    return; // done inside the call (a receive of a message that was here, on UCX < 1.16)
+                }
                 addPolled(op);
             }
             if (op.cancelRequested || op.overrideFailure != null) {
@@ -221,19 +224,25 @@ public final class OperationTable {
     int pollRequests() {
         int n = 0;
         for (int i = polledCount - 1; i >= 0; i--) {
-            Operation op = polled[i];
-            long req = op.request;
-            boolean receive = op.kind.tagReceive();
-            int status = NativeCalls.callInt(
-                    () -> receive ? Ucp.tagRecvRequestTest(req, tagInfo) : Ucp.requestCheckStatus(req));
-            if (status == UcxStatus.INPROGRESS.code()) {
-                continue;
+            // A completed one is released: the last entry (already looked at, going down) moves into slot i.
+            if (completeIfDone(polled[i])) {
+                n++;
             }
-            n++;
-            // finish releases it: the last entry (already looked at, going down) moves into slot i.
-            finish(op, status, receive && status == UcxStatus.OK.code() ? readTagInfo(tagInfo) : null);
         }
         return n;
+    }
+
+    /** Lock holder: completes a polled operation if UCX has finished its request; returns whether it did. */
+    private boolean completeIfDone(Operation op) {
+        long req = op.request;
+        boolean receive = op.kind.tagReceive();
+        int status =
+                NativeCalls.callInt(() -> receive ? Ucp.tagRecvRequestTest(req, tagInfo) : Ucp.requestCheckStatus(req));
+        if (status == UcxStatus.INPROGRESS.code()) {
+            return false;
+        }
+        finish(op, status, receive && status == UcxStatus.OK.code() ? readTagInfo(tagInfo) : null);
+        return true;
     }
 
     /** Whether a polled operation is in flight (the next round must look at it). Lock holder. */

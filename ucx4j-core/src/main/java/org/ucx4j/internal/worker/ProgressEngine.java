@@ -704,6 +704,13 @@ public final class ProgressEngine {
         }
     }
 
+    /**
+     * How long an interrupted blocking call of a caller-driven worker goes on progressing after it asked UCX
+     * to cancel its operation ({@link #runPolled}): a matched receive or a send ends when the peer has done
+     * its part, which takes microseconds to milliseconds from a live peer.
+     */
+    static final long INTERRUPTED_CANCEL_WAIT_NANOS = TimeUnit.SECONDS.toNanos(2);
+
     /** Whether the calling threads drive this worker ({@link ProgressMode#CALLER}). */
     public boolean callerDriven() {
         return mode == ProgressMode.CALLER;
@@ -717,13 +724,20 @@ public final class ProgressEngine {
      * calling thread reads the outcome from {@code op}: this returns when it succeeded and throws what
      * it failed with otherwise.
      *
-     * <p>An interrupt ends the wait with {@link UcxCanceledException} and asks UCX to cancel {@code op} (a
-     * receive that has not matched is canceled; a send runs on); a later round completes it. Refused
-     * from inside a callback, or once the worker is closed: {@code op} fails (its staging is freed).
+     * <p>An interrupt asks UCX to cancel {@code op} and goes on progressing until UCX lets go of it (up to
+     * {@link #INTERRUPTED_CANCEL_WAIT_NANOS}): a receive that had not matched fails with
+     * {@link UcxCanceledException}; one that had matched, or a send, completes as usual (returns or fails
+     * with UCX's status), with the thread's interrupt flag set again either way. Only if UCX holds on past
+     * that time does the call throw while UCX may still use the buffer (the exception says so); a later
+     * round completes the operation. Refused from inside a callback, or once the worker is closed:
+     * {@code op} fails (its staging is freed).
      *
      * @param op a polled operation, not yet started
      * @param what the call's name, for errors
-     * @throws IllegalStateException from inside a ucx4j callback, or when the worker is or gets closed
+     * @throws IllegalStateException from inside a ucx4j callback, or when the worker was closed before the
+     *     call reached UCX
+     * @throws UcxCanceledException when interrupted (above), or when the worker or the operation's endpoint
+     *     closes while the call waits
      */
     public void runPolled(Operation op, String what) {
         if (lock.isHeldByCurrentThread()) {
@@ -746,21 +760,35 @@ public final class ProgressEngine {
                 lock.unlock();
             }
         }
+        boolean interrupted = false;
         if (!op.isDone()) {
             wakeIfArmed(); // a thread asleep on the fd may wait for what this call's progress finishes
             progressUntil(op, Long.MAX_VALUE);
+            if (!op.isDone() && !destroyed) {
+                // Interrupted. UCX cancels a receive that has not matched; one that has, and a send, run on
+                // into the caller's buffer: this call waits for UCX to let go (a while at most), so that it
+                // neither returns while UCX still uses the buffer nor reports a consumed message as canceled.
+                interrupted = Thread.interrupted();
+                op.cancel(new UcxCanceledException(what, "interrupted while waiting"));
+                progressUntil(op, System.nanoTime() + INTERRUPTED_CANCEL_WAIT_NANOS);
+            }
             if (!op.isDone() && destroyed) {
                 lock.lock(); // the destruction fails every pending operation before it lets go
                 lock.unlock();
             }
         }
+        if (interrupted) {
+            Thread.currentThread().interrupt(); // kept for the caller, whether the call completed or not
+        }
         if (!op.isDone()) {
             if (destroyed) {
                 throw new IllegalStateException("'" + what + "' cannot complete: the UCX worker closed");
             }
-            UcxCanceledException interrupted = new UcxCanceledException(what, "interrupted while waiting");
-            op.cancel(interrupted);
-            throw interrupted;
+            throw new UcxCanceledException(
+                    what,
+                    "interrupted while waiting, and UCX did not let go of the operation within "
+                            + TimeUnit.NANOSECONDS.toMillis(INTERRUPTED_CANCEL_WAIT_NANOS)
+                            + " ms: it may still use the buffer");
         }
         Throwable error = op.error();
         if (error != null) {
