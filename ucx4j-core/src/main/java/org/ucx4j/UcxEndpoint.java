@@ -18,6 +18,7 @@ import org.ucx4j.internal.worker.Operation;
 import org.ucx4j.internal.worker.OperationKind;
 import org.ucx4j.internal.worker.OperationOwner;
 import org.ucx4j.internal.worker.OperationTable;
+import org.ucx4j.internal.worker.PolledOperation;
 
 /**
  * A connection to one peer ({@code ucp_ep_h}): tag sends, stream messages, active messages, RMA, flush,
@@ -180,7 +181,7 @@ public final class UcxEndpoint implements AutoCloseable {
     private void tagSendPolled(MemorySegment buffer, MemoryKind kind, long tag) {
         rt.engine.checkMayBlock("tagSend");
         lifecycle.ensureOpen();
-        Operation op = new Operation(rt, OperationKind.TAG_SEND, lifecycle, buffer.byteSize());
+        PolledOperation op = new PolledOperation(rt, OperationKind.TAG_SEND, lifecycle, buffer.byteSize());
         if (kind != null) {
             op.declareMemory(kind);
         }

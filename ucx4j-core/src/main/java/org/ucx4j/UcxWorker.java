@@ -29,6 +29,7 @@ import org.ucx4j.internal.worker.NativeWorker;
 import org.ucx4j.internal.worker.Operation;
 import org.ucx4j.internal.worker.OperationKind;
 import org.ucx4j.internal.worker.OperationTable;
+import org.ucx4j.internal.worker.PolledOperation;
 import org.ucx4j.internal.worker.WorkerEvents;
 
 /**
@@ -545,7 +546,8 @@ public final class UcxWorker implements AutoCloseable {
 
     /** A caller-driven worker's blocking tag receive: a polled operation, no future (NativeWorker#runPolled). */
     private TagInfo tagRecvPolled(UcxEndpoint ep, MemorySegment buffer, MemoryKind kind, long tag, long mask) {
-        Operation op = new Operation(rt, OperationKind.TAG_RECV, UcxEndpoint.ownerOf(ep), buffer.byteSize());
+        PolledOperation op =
+                new PolledOperation(rt, OperationKind.TAG_RECV, UcxEndpoint.ownerOf(ep), buffer.byteSize());
         if (kind != null) {
             op.declareMemory(kind);
         }

@@ -205,8 +205,7 @@ public final class NativeWorker {
     }
 
     /**
-     * A blocking call of a caller-driven worker without a future: submits {@code op} (a polled operation,
-     * {@link Operation#Operation(NativeWorker, OperationKind, OperationOwner, long)}) with no UCX callback
+     * A blocking call of a caller-driven worker without a future: submits {@code op} with no UCX callback
      * and waits on the calling thread until a round finds its request done
      * ({@link ProgressEngine#runPolled}). Contiguous only.
      *
@@ -215,7 +214,7 @@ public final class NativeWorker {
      * @param call the {@code *_nbx} call, a constant reading its arguments from {@code op}
      * @param what the call's name, for errors
      */
-    public void runPolled(Operation op, int attrs, NbxCall call, String what) {
+    public void runPolled(PolledOperation op, int attrs, NbxCall call, String what) {
         op.submission(false, null, attrs, 0, call);
         engine.runPolled(op, what);
     }

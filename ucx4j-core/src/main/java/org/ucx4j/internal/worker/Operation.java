@@ -12,30 +12,19 @@ import org.ucx4j.UcxException;
  *
  * <p>Threading: created on any thread, then touched only while holding the worker's progress lock,
  * except for what it inherits as a queued task (its link and claim word: {@link SubmissionQueue}) and,
- * for a polled operation, its outcome ({@link #isDone()}, {@link #value()}, {@link #error()}), which the
- * thread that waits for it reads without the lock once {@code isDone()} is true.
+ * for a {@link PolledOperation}, its outcome, which the thread that waits for it reads without the lock.
  *
  * <p>Ownership: the native staging blocks it holds (copies of heap memory, an active message's header,
  * a scatter-gather list) belong to it and are freed when it completes.
  */
-public final class Operation extends SubmissionQueue.Task {
+public class Operation extends SubmissionQueue.Task {
     private final NativeWorker worker;
     final OperationKind kind;
     /** The operation's future: ucx4j's, which users cannot complete; null for a polled operation. */
     private final CompletableFuture<?> future;
     /** How ucx4j completes it; null for a polled operation. */
     private final Completion completion;
-    /**
-     * A polled operation ({@link #polled}): UCX has no callback for it; the round that sees its request
-     * done completes it ({@link OperationTable#pollRequests}), and the thread that started it reads the
-     * outcome from these fields. Written by the lock holder; {@link #done} is read by the waiting thread.
-     */
-    private volatile boolean done;
 
-    private Object value;
-    private Throwable error;
-    /** Whether it is in {@link OperationTable}'s list of requests to poll. Lock holder. */
-    boolean polling;
     /** The endpoint it runs on, or null for worker-wide operations. */
     final OperationOwner owner;
 
@@ -102,17 +91,8 @@ public final class Operation extends SubmissionQueue.Task {
         this.completion = completion;
     }
 
-    /**
-     * Creates a polled operation: it has no future, UCX gets no callback for it, and its outcome is read
-     * with {@link #isDone()}, {@link #value()} and {@link #error()} by the thread that waits for it (a
-     * blocking call of a caller-driven worker: {@link ProgressEngine#runPolled}). Nothing is submitted yet.
-     *
-     * @param worker the worker it runs on
-     * @param kind what it is
-     * @param owner the endpoint it runs on, or null for a worker-wide operation
-     * @param length the bytes it moves, for error messages
-     */
-    public Operation(NativeWorker worker, OperationKind kind, OperationOwner owner, long length) {
+    /** For {@link PolledOperation}: no future, no completion. */
+    Operation(NativeWorker worker, OperationKind kind, OperationOwner owner, long length, Void polled) {
         this.worker = worker;
         this.kind = kind;
         this.owner = owner;
@@ -121,58 +101,24 @@ public final class Operation extends SubmissionQueue.Task {
         this.completion = null;
     }
 
-    /** Whether it is polled (no future, no UCX callback). */
+    /** Whether it is polled (no future, no UCX callback: {@link PolledOperation}). */
     boolean polled() {
-        return future == null;
+        return false;
     }
 
     /** Completes the future with the operation's value, unless it is done. Lock holder. */
     boolean succeed(Object value) {
-        if (future == null) {
-            if (done) {
-                return false;
-            }
-            this.value = value;
-            done = true;
-            return true;
-        }
         return completion.succeed(future, value);
     }
 
     /** Fails the future, unless it is done. Lock holder. */
     boolean fail(Throwable error) {
-        if (future == null) {
-            if (done) {
-                return false;
-            }
-            this.error = error;
-            done = true;
-            return true;
-        }
         return completion.fail(future, error);
     }
 
-    /** Whether the future (or, polled, the operation) is done. Any thread. */
-    public boolean isDone() {
-        return future == null ? done : future.isDone();
-    }
-
-    /**
-     * A polled operation's result, once {@link #isDone()} (null for a send).
-     *
-     * @return what it completed with, or null when it failed
-     */
-    public Object value() {
-        return value;
-    }
-
-    /**
-     * A polled operation's failure, once {@link #isDone()}.
-     *
-     * @return what it failed with, or null when it succeeded
-     */
-    public Throwable error() {
-        return error;
+    /** Whether the future is done. Any thread. */
+    boolean isDone() {
+        return future.isDone();
     }
 
     /**

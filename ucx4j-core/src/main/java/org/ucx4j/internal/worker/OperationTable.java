@@ -200,11 +200,10 @@ public final class OperationTable {
             polled = java.util.Arrays.copyOf(polled, polledCount * 2);
         }
         polled[polledCount++] = op;
-        op.polling = true;
     }
 
+    /** Takes {@code op} off the list, if it is there (one completed inside its call never was). */
     private void removePolled(Operation op) {
-        op.polling = false;
         for (int i = polledCount - 1; i >= 0; i--) {
             if (polled[i] == op) {
                 polled[i] = polled[--polledCount];
@@ -216,7 +215,7 @@ public final class OperationTable {
 
     /**
      * Lock holder, after UCX progress: completes the polled operations whose requests UCX has finished
-     * (they have no callback: {@link Operation#polled()}), whoever started them, so that one whose waiting
+     * (they have no callback: {@link PolledOperation}), whoever started them, so that one whose waiting
      * thread gave up (interrupted) is completed and leaves the table all the same.
      *
      * @return how many completed
@@ -352,7 +351,7 @@ public final class OperationTable {
     }
 
     private void release(Operation op) {
-        if (op.polling) {
+        if (op.polled()) {
             removePolled(op);
         }
         if (op.id >= 0 && ops.remove(op.id, op) && op.bulk) {

@@ -537,14 +537,14 @@ public final class ProgressEngine {
         return NativeCalls.callInt(() -> Ucp.workerArm(handle)) == UcxStatus.OK.code();
     }
 
-    /** Whether what a wait waits for is done: a future, or a polled {@link Operation}. */
+    /** Whether what a wait waits for is done: a future, or a {@link PolledOperation}. */
     private static boolean isDone(Object waited) {
-        return waited instanceof Operation op ? op.isDone() : ((CompletableFuture<?>) waited).isDone();
+        return waited instanceof PolledOperation op ? op.isDone() : ((CompletableFuture<?>) waited).isDone();
     }
 
     /**
-     * Blocking wait used by caller-driven workers: progress until {@code f} (a future or a polled
-     * {@link Operation}) is done, sleeping on the fd when idle.
+     * Blocking wait used by caller-driven workers: progress until {@code f} (a future or a
+     * {@link PolledOperation}) is done, sleeping on the fd when idle.
      */
     private void progressUntil(Object f, long deadlineNanos) {
         long idleSince = 0;
@@ -718,8 +718,8 @@ public final class ProgressEngine {
 
     /**
      * A blocking call of a caller-driven worker, made without a future, a UCX callback or an upcall: takes
-     * the lock, runs what other threads queued before (submission order holds), submits {@code op} (a
-     * polled operation whose submission is set: {@link Operation#run()}) and runs one round; then
+     * the lock, runs what other threads queued before (submission order holds), submits {@code op} (its
+     * submission set: {@link Operation#run()}) and runs one round; then
      * progresses as {@link #await} does until the round that finds its request done completes it. The
      * calling thread reads the outcome from {@code op}: this returns when it succeeded and throws what
      * it failed with otherwise.
@@ -739,7 +739,7 @@ public final class ProgressEngine {
      * @throws UcxCanceledException when interrupted (above), or when the worker or the operation's endpoint
      *     closes while the call waits
      */
-    public void runPolled(Operation op, String what) {
+    public void runPolled(PolledOperation op, String what) {
         if (lock.isHeldByCurrentThread()) {
             op.refuse(mayNotBlock(what));
         } else {
