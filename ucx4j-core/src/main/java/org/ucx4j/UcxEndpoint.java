@@ -137,14 +137,16 @@ public final class UcxEndpoint implements AutoCloseable {
      * On a {@link ProgressMode#CALLER} worker the calling thread submits the send and progresses the
      * worker until UCX is done with it, with no future (and no UCX callback) in between: the cheapest
      * way ucx4j sends one message. Interrupted there, it waits (up to 2 s) for UCX to finish with the
-     * buffer, then returns as usual with the interrupt flag set.
+     * buffer, then returns as usual with the interrupt flag set. If UCX still holds the send after those
+     * 2 s, the call throws a {@link UcxException} of status {@code UCS_INPROGRESS}: the send goes on, may
+     * still be delivered, and reads {@code buffer} until it ends (sending again risks a duplicate).
      *
      * @param buffer the payload (see the class comment about memory)
      * @param tag the 64-bit tag
      * @throws IllegalStateException from inside a ucx4j callback, or when the endpoint or worker is closed
      * @throws UcxException when UCX fails the send (the endpoint failed, for instance); a
-     *     {@link UcxCanceledException} when the endpoint or worker closes meanwhile, or when an interrupted
-     *     call's buffer is still UCX's after those 2 s
+     *     {@link UcxCanceledException} when the endpoint or worker closes meanwhile; status
+     *     {@code UCS_INPROGRESS} as above
      */
     public void tagSend(MemorySegment buffer, long tag) {
         if (rt.engine.callerDriven()) {

@@ -525,7 +525,10 @@ public final class UcxWorker implements AutoCloseable {
      * progresses the worker until UCX completes it, with no future (and no UCX callback) in between: the
      * cheapest way ucx4j receives one message. Interrupted there, it asks UCX to cancel the receive and
      * waits (up to 2 s) for UCX to let go of the buffer: a receive that had not matched a message throws
-     * {@link UcxCanceledException}, one that had returns the message; the interrupt flag stays set.
+     * {@link UcxCanceledException}, one that had returns the message; the interrupt flag stays set. If UCX
+     * still holds the receive after those 2 s (a matched message whose sender stalls), the call throws a
+     * {@link UcxException} of status {@code UCS_INPROGRESS}: the receive goes on, takes its message when it
+     * comes and writes it into {@code buffer}, and the message is not delivered to anyone else.
      *
      * @param buffer where to receive
      * @param tag the tag to match
@@ -533,7 +536,8 @@ public final class UcxWorker implements AutoCloseable {
      * @return the sender's tag and the length
      * @throws IllegalStateException from inside a ucx4j callback, or when the worker is closed
      * @throws UcxException when the receive fails (the message was longer than the buffer, for instance);
-     *     a {@link UcxCanceledException} when interrupted (above) or when the worker closes meanwhile
+     *     a {@link UcxCanceledException} when interrupted before it matched, or when the worker closes
+     *     meanwhile; status {@code UCS_INPROGRESS} as above
      */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask) {
         if (rt.engine.callerDriven()) {

@@ -148,10 +148,12 @@ class PolledBlockingCallsTest {
 
     /**
      * A rendezvous message (4 MiB, {@code put_zcopy}: the receiver waits for the sender's progress) whose
-     * receive is interrupted just after it was posted, five times: each message reaches exactly one
-     * receive. Either the interrupted call had matched it and returns it, or it had not, fails as canceled,
-     * and a new receive gets it. (The first version reported a matched
-     * receive as canceled, and the message was lost: found by a review.)
+     * receive is interrupted just after it was posted: each message reaches exactly one receive. Either
+     * the interrupted call had matched it and returns it, or it had not, fails as canceled, and a new
+     * receive gets it. Even rounds interrupt once while the sender progresses; odd rounds hold the sender
+     * still, interrupt, interrupt again once the call is waiting for UCX to let go, and only then let the
+     * sender go on. (Reviews found both: the first version reported a matched receive as canceled and lost
+     * its message; the next one let a second interrupt cut the wait short, with the same loss.)
      */
     @Test
     void anInterruptedBlockingReceiveNeverLosesTheMessage() throws Exception {
@@ -163,10 +165,15 @@ class PolledBlockingCallsTest {
                     WorkerOptions.builder().progressMode(ProgressMode.CALLER).build();
             UcxWorker server = ctx.newWorker(caller);
             UcxWorker client = ctx.newWorker(caller);
+            AtomicBoolean running = new AtomicBoolean(true);
             AtomicBoolean pumping = new AtomicBoolean(true);
             Thread pump = Thread.ofPlatform().start(() -> {
-                while (pumping.get()) {
-                    server.progress();
+                while (running.get()) {
+                    if (pumping.get()) {
+                        server.progress();
+                    } else {
+                        Thread.onSpinWait();
+                    }
                 }
             });
             try {
@@ -174,9 +181,11 @@ class PolledBlockingCallsTest {
                 int size = 4 << 20;
                 MemorySegment in = arena.allocate(size, 64);
                 int returned = 0;
-                for (int round = 0; round < 5; round++) {
+                for (int round = 0; round < 6; round++) {
+                    boolean twice = round % 2 == 1;
                     byte mark = (byte) (round + 1);
                     in.fill((byte) 0);
+                    pumping.set(!twice);
                     UcxFuture<Void> sent =
                             pair.server().tagSendAsync(arena.allocate(size, 64).fill(mark), 7);
                     Blocked<TagInfo> blocked = Blocked.start(() -> client.tagRecv(in, 7, -1L));
@@ -185,6 +194,14 @@ class PolledBlockingCallsTest {
                             () -> client.pendingOperations() >= 1 || blocked.result.isDone(),
                             "round " + round + ": the receive is posted");
                     blocked.thread.interrupt();
+                    if (twice) {
+                        // The call cleared the flag: it waits for UCX to let go. Interrupt it again there.
+                        awaitTrue(
+                                () -> !blocked.thread.isInterrupted() || blocked.result.isDone(),
+                                "round " + round + ": the call takes the interrupt");
+                        blocked.thread.interrupt();
+                        pumping.set(true);
+                    }
                     try {
                         assertEquals(
                                 size, blocked.result.get(30, TimeUnit.SECONDS).length());
@@ -199,9 +216,9 @@ class PolledBlockingCallsTest {
                     assertTrue(!sent.isCompletedExceptionally(), "round " + round);
                 }
                 System.out.println(
-                        "interrupted rendezvous receives that returned their message: " + returned + " of 5");
+                        "interrupted rendezvous receives that returned their message: " + returned + " of 6");
             } finally {
-                pumping.set(false);
+                running.set(false);
                 pump.join();
             }
         }

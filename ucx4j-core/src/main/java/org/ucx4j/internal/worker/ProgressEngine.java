@@ -15,6 +15,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.ucx4j.ProgressMode;
 import org.ucx4j.UcxCanceledException;
+import org.ucx4j.UcxException;
 import org.ucx4j.UcxStatus;
 import org.ucx4j.UcxTimeoutException;
 import org.ucx4j.internal.Extensions;
@@ -727,17 +728,20 @@ public final class ProgressEngine {
      * <p>An interrupt asks UCX to cancel {@code op} and goes on progressing until UCX lets go of it (up to
      * {@link #INTERRUPTED_CANCEL_WAIT_NANOS}): a receive that had not matched fails with
      * {@link UcxCanceledException}; one that had matched, or a send, completes as usual (returns or fails
-     * with UCX's status), with the thread's interrupt flag set again either way. Only if UCX holds on past
-     * that time does the call throw while UCX may still use the buffer (the exception says so); a later
-     * round completes the operation. Refused from inside a callback, or once the worker is closed:
-     * {@code op} fails (its staging is freed).
+     * with UCX's status), with the thread's interrupt flag set again either way (further interrupts during
+     * that wait are kept, not acted on). Only if UCX holds on past that time does the call throw a plain
+     * {@link UcxException} of status {@code UCS_INPROGRESS}: the operation is still under way, uses the
+     * buffer, and may yet complete (a receive take its message, a send be delivered); a later round
+     * completes it. Refused from inside a callback, or once the worker is closed: {@code op} fails (its
+     * staging is freed).
      *
      * @param op a polled operation, not yet started
      * @param what the call's name, for errors
      * @throws IllegalStateException from inside a ucx4j callback, or when the worker was closed before the
      *     call reached UCX
-     * @throws UcxCanceledException when interrupted (above), or when the worker or the operation's endpoint
-     *     closes while the call waits
+     * @throws UcxCanceledException when interrupted before a receive matched (above), or when the worker or
+     *     the operation's endpoint closes while the call waits
+     * @throws UcxException of status {@code UCS_INPROGRESS} when interrupted and UCX held on (above)
      */
     public void runPolled(PolledOperation op, String what) {
         if (lock.isHeldByCurrentThread()) {
@@ -761,34 +765,45 @@ public final class ProgressEngine {
             }
         }
         boolean interrupted = false;
-        if (!op.isDone()) {
-            wakeIfArmed(); // a thread asleep on the fd may wait for what this call's progress finishes
-            progressUntil(op, Long.MAX_VALUE);
-            if (!op.isDone() && !destroyed) {
-                // Interrupted. UCX cancels a receive that has not matched; one that has, and a send, run on
-                // into the caller's buffer: this call waits for UCX to let go (a while at most), so that it
-                // neither returns while UCX still uses the buffer nor reports a consumed message as canceled.
-                interrupted = Thread.interrupted();
-                op.cancel(new UcxCanceledException(what, "interrupted while waiting"));
-                progressUntil(op, System.nanoTime() + INTERRUPTED_CANCEL_WAIT_NANOS);
+        try {
+            if (!op.isDone()) {
+                wakeIfArmed(); // a thread asleep on the fd may wait for what this call's progress finishes
+                progressUntil(op, Long.MAX_VALUE);
+                if (!op.isDone() && !destroyed) {
+                    // Interrupted. UCX cancels a receive that has not matched; one that has, and a send, run
+                    // on into the caller's buffer: this call waits for UCX to let go (a while at most), so
+                    // that it neither returns while UCX still uses the buffer nor reports a consumed message
+                    // as canceled. Further interrupts meanwhile do not cut the wait short (they are kept).
+                    interrupted = Thread.interrupted();
+                    op.cancel(new UcxCanceledException(what, "interrupted while waiting"));
+                    long deadline = System.nanoTime() + INTERRUPTED_CANCEL_WAIT_NANOS;
+                    while (!op.isDone() && !destroyed && System.nanoTime() - deadline < 0) {
+                        progressUntil(op, deadline);
+                        interrupted |= Thread.interrupted();
+                    }
+                }
+                if (!op.isDone() && destroyed) {
+                    lock.lock(); // the destruction fails every pending operation before it lets go
+                    lock.unlock();
+                }
             }
-            if (!op.isDone() && destroyed) {
-                lock.lock(); // the destruction fails every pending operation before it lets go
-                lock.unlock();
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt(); // kept for the caller, whether the call completed or not
             }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt(); // kept for the caller, whether the call completed or not
         }
         if (!op.isDone()) {
             if (destroyed) {
                 throw new IllegalStateException("'" + what + "' cannot complete: the UCX worker closed");
             }
-            throw new UcxCanceledException(
+            // Not "canceled": UCX still holds the operation, and it may yet complete.
+            throw new UcxException(
                     what,
+                    UcxStatus.INPROGRESS.code(),
                     "interrupted while waiting, and UCX did not let go of the operation within "
                             + TimeUnit.NANOSECONDS.toMillis(INTERRUPTED_CANCEL_WAIT_NANOS)
-                            + " ms: it may still use the buffer");
+                            + " ms: it is still under way and uses the buffer (a receive may yet take its"
+                            + " message, a send be delivered)");
         }
         Throwable error = op.error();
         if (error != null) {
