@@ -414,8 +414,13 @@ final class ShuffleBlockServer implements AutoCloseable {
                             bytesServed.addAndGet(bytes);
                         } else {
                             // The peer waits for this reply: drop the connection so its fetch fails now.
-                            refusals.refused(
-                                    "reply failed", "a reply to {} failed: {}", comm.peerAddress(), failure.toString());
+                            if (!closed) {
+                                refusals.refused(
+                                        "reply failed",
+                                        "a reply to {} failed: {}",
+                                        comm.peerAddress(),
+                                        failure.toString());
+                            }
                             comm.abort();
                         }
                     },

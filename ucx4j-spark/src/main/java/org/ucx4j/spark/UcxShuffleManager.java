@@ -48,6 +48,14 @@ public final class UcxShuffleManager extends SortShuffleManager {
     private volatile ExecutorAddressRegistry.Driver registry;
     private volatile Executor executor;
     private boolean stopped;
+    /**
+     * A server (and its context) of a start that failed after the server listened, kept for the next
+     * start: the driver keeps an executor's first address, and may have recorded it although its answer
+     * was lost, so the next start registers this same address again. Guarded by {@link #lock}.
+     */
+    private CommContext keptContext;
+
+    private ShuffleBlockServer keptServer;
     /** The background start begun at executor start, or null. */
     private volatile Thread starting;
 
@@ -189,11 +197,15 @@ public final class UcxShuffleManager extends SortShuffleManager {
         if (settings.fallbackReason() != null) {
             LOG.warn("ucx4j shuffle: UCX is unavailable ({}); falling back to tcp://", settings.fallbackReason());
         }
-        CommContext context = CommContext.create();
-        ShuffleBlockServer server = null;
+        CommContext context = keptContext != null ? keptContext : CommContext.create();
+        ShuffleBlockServer server = keptServer;
+        keptContext = null;
+        keptServer = null;
         try {
-            String host = env.blockManager().blockManagerId().host();
-            server = new ShuffleBlockServer(context, host, settings, shuffleBlockResolver());
+            if (server == null) {
+                String host = env.blockManager().blockManagerId().host();
+                server = new ShuffleBlockServer(context, host, settings, shuffleBlockResolver());
+            }
             ExecutorAddressRegistry.Client lookups = new ExecutorAddressRegistry.Client(conf, env.rpcEnv());
             lookups.register(env.executorId(), server.address());
             LOG.info(
@@ -207,13 +219,13 @@ public final class UcxShuffleManager extends SortShuffleManager {
             return new Executor(
                     context, settings, server, new UcxBlockStoreClient(context, settings, lookups, env.executorId()));
         } catch (Throwable e) {
-            // Also the driver's SparkException or RpcTimeoutException from register (Scala: undeclared):
-            // without this, each task that tries to start would leak a context and a listening server.
-            try {
-                if (server != null) {
-                    server.close();
-                }
-            } finally {
+            // Also the driver's SparkException or RpcTimeoutException from register (Scala: undeclared).
+            if (server != null) {
+                // The next start registers this server's address again (see keptServer): one server kept,
+                // not one leaked per task that tries to start.
+                keptContext = context;
+                keptServer = server;
+            } else {
                 context.close();
             }
             throw e;
@@ -254,12 +266,25 @@ public final class UcxShuffleManager extends SortShuffleManager {
     @Override
     public void stop() {
         Executor parts;
+        CommContext failedContext;
+        ShuffleBlockServer failedServer;
         synchronized (lock) {
             stopped = true;
             parts = executor;
             executor = null;
+            failedContext = keptContext;
+            failedServer = keptServer;
+            keptContext = null;
+            keptServer = null;
         }
         try {
+            if (failedServer != null) {
+                try {
+                    failedServer.close();
+                } finally {
+                    failedContext.close();
+                }
+            }
             if (parts != null) {
                 LOG.debug(
                         "ucx4j shuffle: stopping ({} bytes served, {} fetched)",
