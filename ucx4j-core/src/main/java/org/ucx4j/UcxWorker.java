@@ -938,13 +938,12 @@ public final class UcxWorker implements AutoCloseable {
         }
         long timeout = options.closeTimeout().toNanos();
         try {
-            CompletableFuture<List<UcxFuture<Void>>> started = new CompletableFuture<>();
-            // Queued for the progress thread: the closes cancel pending operations, whose continuations
-            // run there by the threading contract (in CALLER mode, drive() runs it on this thread).
+            // First the receives, which no flush completes: cancelled through UCX. Queued for the progress
+            // thread: the cancellations complete futures, whose continuations run there by the threading
+            // contract (in CALLER mode, drive() runs it on this thread).
+            CompletableFuture<Void> aborted = new CompletableFuture<>();
             rt.engine.later(() -> {
-                List<UcxFuture<Void>> closes = new ArrayList<>();
                 try {
-                    connections.closeAll(closes);
                     UcxCanceledException closed =
                             new UcxCanceledException("worker close", "worker " + name + " closed");
                     for (Operation op : rt.operations.pending()) {
@@ -952,6 +951,28 @@ public final class UcxWorker implements AutoCloseable {
                             rt.operations.abort(op, closed);
                         }
                     }
+                } finally {
+                    aborted.complete(null);
+                }
+            });
+            rt.engine.drive(aborted, timeout);
+            // UCX cancels a receive that has not matched a message; one that has (a rendezvous whose sender
+            // stalls) runs on, listed on the sender's endpoint, and UCX 1.13 aborts the process when it
+            // destroys an endpoint with such a request (ucp_ep.c: proto_reqs). A flush close never ends
+            // while it is there; a forced one completes it as canceled. So: wait a close timeout for the
+            // receives to end, and close the endpoints by force if some did not (peer error handling on;
+            // without it UCX refuses a forced close).
+            long receivesBy = System.nanoTime() + timeout;
+            CompletableFuture<Void> never = new CompletableFuture<>();
+            while (receivesPending() && System.nanoTime() - receivesBy < 0) {
+                rt.engine.drive(never, TimeUnit.MILLISECONDS.toNanos(5));
+            }
+            CloseMode mode = receivesPending() ? CloseMode.FORCE : CloseMode.FLUSH;
+            CompletableFuture<List<UcxFuture<Void>>> started = new CompletableFuture<>();
+            rt.engine.later(() -> {
+                List<UcxFuture<Void>> closes = new ArrayList<>();
+                try {
+                    connections.closeAll(closes, mode);
                 } finally {
                     started.complete(closes);
                 }
@@ -962,7 +983,6 @@ public final class UcxWorker implements AutoCloseable {
             // A graceful endpoint close may wait one timeout for its operations, then closes by force.
             rt.engine.drive(all, 2 * timeout);
             // Let UCX report what the closes and cancellations completed, briefly.
-            CompletableFuture<Void> never = new CompletableFuture<>();
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
             while (pendingOperations() > 0 && System.nanoTime() < deadline) {
                 rt.engine.drive(never, TimeUnit.MILLISECONDS.toNanos(5));
@@ -972,6 +992,18 @@ public final class UcxWorker implements AutoCloseable {
             state.set(2);
             context.workerClosed(this);
         }
+    }
+
+    /** Whether a receive (an operation that waits for a peer) is still in flight; takes the lock. */
+    private boolean receivesPending() {
+        return call("receivesPending", () -> {
+            for (Operation op : rt.operations.pending()) {
+                if (op.kind().awaitsPeer()) {
+                    return true;
+                }
+            }
+            return false;
+        });
     }
 
     /** The upcalls about what this worker owns, kept off its public API. */

@@ -272,18 +272,18 @@ final class WorkerConnections {
     }
 
     /**
-     * Destroys every listener and starts a graceful close of every endpoint (the worker is closing);
-     * lock held.
+     * Destroys every listener and starts the close of every endpoint (the worker is closing); lock held.
      *
      * @param closes receives each endpoint's close future
+     * @param mode how: graceful, or by force where receives that UCX could not cancel are left
      */
-    void closeAll(List<UcxFuture<Void>> closes) {
+    void closeAll(List<UcxFuture<Void>> closes, CloseMode mode) {
         for (UcxListener l : listeners.all()) {
             closeListener(l);
         }
         for (UcxEndpoint ep : endpoints.all()) {
             UcxFuture<Void> f = new UcxFuture<>();
-            ep.startClose(CloseMode.FLUSH, f);
+            ep.startClose(mode, f);
             closes.add(f);
         }
     }
