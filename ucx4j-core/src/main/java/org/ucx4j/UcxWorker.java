@@ -921,10 +921,11 @@ public final class UcxWorker implements AutoCloseable {
     }
 
     /**
-     * Closes listeners, then endpoints (gracefully, within twice the close timeout: see {@link
-     * UcxEndpoint#closeAsync}), cancels pending
-     * receives, stops progress and destroys the worker. Idempotent; pending futures complete (as
-     * canceled when nothing else applies).
+     * Cancels pending receives, then closes listeners and endpoints (gracefully, within twice the close
+     * timeout: see {@link UcxEndpoint#closeAsync}), stops progress and destroys the worker. A receive that
+     * UCX cannot cancel (it matched a rendezvous message whose sender stalls) is given one close timeout to
+     * end; if it does not, the endpoints are closed by force (with peer error handling), which ends it as
+     * canceled. Idempotent; pending futures complete (as canceled when nothing else applies).
      *
      * @throws IllegalStateException when called from inside a ucx4j callback
      */
