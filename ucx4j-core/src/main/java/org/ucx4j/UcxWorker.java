@@ -924,8 +924,10 @@ public final class UcxWorker implements AutoCloseable {
      * Cancels pending receives, then closes listeners and endpoints (gracefully, within twice the close
      * timeout: see {@link UcxEndpoint#closeAsync}), stops progress and destroys the worker. A receive that
      * UCX cannot cancel (it matched a rendezvous message whose sender stalls) is given one close timeout to
-     * end; if it does not, the endpoints are closed by force (with peer error handling), which ends it as
-     * canceled. Idempotent; pending futures complete (as canceled when nothing else applies).
+     * end; if it does not, the endpoints still open are closed by force (with peer error handling), which
+     * ends it as canceled. An endpoint whose graceful close was already under way cannot be closed again:
+     * if such a receive came from its peer, UCX 1.13 may abort the process when the worker is destroyed
+     * (UCX 1.22 does not). Idempotent; pending futures complete (as canceled when nothing else applies).
      *
      * @throws IllegalStateException when called from inside a ucx4j callback
      */
