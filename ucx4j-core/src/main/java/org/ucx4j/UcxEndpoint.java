@@ -108,10 +108,7 @@ public final class UcxEndpoint implements AutoCloseable {
      * @throws IllegalArgumentException when {@code buffer} is heap memory
      */
     public UcxFuture<Void> tagSendAsync(MemorySegment buffer, MemoryKind kind, long tag) {
-        java.util.Objects.requireNonNull(kind, "kind");
-        if (!buffer.isNative()) {
-            throw new IllegalArgumentException("a declared memory kind is for native buffers (heap is staged)");
-        }
+        Buffers.requireDeclarable(buffer, kind);
         return startTagSend(buffer, kind, tag);
     }
 
@@ -168,10 +165,7 @@ public final class UcxEndpoint implements AutoCloseable {
      * @throws UcxException when UCX fails the send
      */
     public void tagSend(MemorySegment buffer, MemoryKind kind, long tag) {
-        java.util.Objects.requireNonNull(kind, "kind");
-        if (!buffer.isNative()) {
-            throw new IllegalArgumentException("a declared memory kind is for native buffers (heap is staged)");
-        }
+        Buffers.requireDeclarable(buffer, kind);
         if (rt.engine.callerDriven()) {
             tagSendPolled(buffer, kind, tag);
         } else {

@@ -458,10 +458,7 @@ public final class UcxWorker implements AutoCloseable {
      */
     public UcxFuture<TagInfo> tagRecvAsync(
             MemorySegment buffer, MemoryKind kind, long tag, long mask, UcxEndpoint boundTo) {
-        java.util.Objects.requireNonNull(kind, "kind");
-        if (!buffer.isNative()) {
-            throw new IllegalArgumentException("a declared memory kind is for native buffers (heap is staged)");
-        }
+        Buffers.requireDeclarable(buffer, kind);
         checkBinding(boundTo);
         return tagRecv(boundTo, buffer, kind, tag, mask);
     }
@@ -483,8 +480,6 @@ public final class UcxWorker implements AutoCloseable {
      */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask, UcxEndpoint boundTo) {
         if (rt.engine.callerDriven()) {
-            rt.engine.checkMayBlock("tagRecv");
-            checkBinding(boundTo);
             return tagRecvPolled(boundTo, buffer, null, tag, mask);
         }
         return rt.engine.call(() -> tagRecvAsync(buffer, tag, mask, boundTo), "tagRecv");
@@ -507,13 +502,8 @@ public final class UcxWorker implements AutoCloseable {
      * @throws UcxException when the receive fails
      */
     public TagInfo tagRecv(MemorySegment buffer, MemoryKind kind, long tag, long mask, UcxEndpoint boundTo) {
-        java.util.Objects.requireNonNull(kind, "kind");
-        if (!buffer.isNative()) {
-            throw new IllegalArgumentException("a declared memory kind is for native buffers (heap is staged)");
-        }
+        Buffers.requireDeclarable(buffer, kind);
         if (rt.engine.callerDriven()) {
-            rt.engine.checkMayBlock("tagRecv");
-            checkBinding(boundTo);
             return tagRecvPolled(boundTo, buffer, kind, tag, mask);
         }
         return rt.engine.call(() -> tagRecvAsync(buffer, kind, tag, mask, boundTo), "tagRecv");
@@ -541,15 +531,22 @@ public final class UcxWorker implements AutoCloseable {
      */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask) {
         if (rt.engine.callerDriven()) {
-            rt.engine.checkMayBlock("tagRecv");
-            ensureOpen();
             return tagRecvPolled(null, buffer, null, tag, mask);
         }
         return rt.engine.call(() -> tagRecvAsync(buffer, tag, mask), "tagRecv");
     }
 
-    /** A caller-driven worker's blocking tag receive: a polled operation, no future (NativeWorker#runPolled). */
+    /**
+     * A caller-driven worker's blocking tag receive: a polled operation, no future (NativeWorker#runPolled).
+     * Refused inside a callback, then on a closed worker or binding, before any staging is made.
+     */
     private TagInfo tagRecvPolled(UcxEndpoint ep, MemorySegment buffer, MemoryKind kind, long tag, long mask) {
+        rt.engine.checkMayBlock("tagRecv");
+        if (ep != null) {
+            checkBinding(ep);
+        } else {
+            ensureOpen();
+        }
         PolledOperation op =
                 new PolledOperation(rt, OperationKind.TAG_RECV, UcxEndpoint.ownerOf(ep), buffer.byteSize());
         if (kind != null) {

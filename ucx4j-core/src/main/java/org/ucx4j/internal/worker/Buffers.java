@@ -13,6 +13,20 @@ public final class Buffers {
     private Buffers() {}
 
     /**
+     * Checks a buffer whose memory kind the caller declares: the kind is given, and the buffer is native
+     * (heap memory is staged in host memory, so a declaration means nothing there).
+     *
+     * @throws NullPointerException when {@code kind} is null
+     * @throws IllegalArgumentException when {@code buffer} is heap memory
+     */
+    public static void requireDeclarable(MemorySegment buffer, org.ucx4j.MemoryKind kind) {
+        java.util.Objects.requireNonNull(kind, "kind");
+        if (!buffer.isNative()) {
+            throw new IllegalArgumentException("a declared memory kind is for native buffers (heap is staged)");
+        }
+    }
+
+    /**
      * The same memory without its arena's thread confinement. UCX is called from the progress thread,
      * and a confined arena's segment cannot even be passed to a downcall from another thread. Liveness
      * is checked here, on the caller's thread; from then on the caller's contract (keep the memory alive

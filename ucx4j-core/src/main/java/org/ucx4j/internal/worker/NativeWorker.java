@@ -109,7 +109,7 @@ public final class NativeWorker {
         this.operations = new OperationTable(handle, id, param, scratch(Structs.UCP_REQUEST_ATTR), tagInfo);
         upcalls.attach(operations);
         engine.pollWhileBulk(operations::bulkInFlight);
-        engine.pollRequests(operations::hasPolled, operations::pollRequests);
+        engine.pollRequests(operations::pollRequests);
         engine.deferInsideCallbacks(upcalls::inUpcall);
         engine.start(options.name() + "-progress");
     }

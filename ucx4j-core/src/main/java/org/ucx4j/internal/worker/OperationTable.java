@@ -244,11 +244,6 @@ public final class OperationTable {
         return true;
     }
 
-    /** Whether a polled operation is in flight (the next round must look at it). Lock holder. */
-    boolean hasPolled() {
-        return polledCount > 0;
-    }
-
     /** Fails an operation that could not even be submitted (registered or not). */
     public void failUnsubmitted(Operation op, Throwable t) {
         if (op.id >= 0) {

@@ -105,8 +105,6 @@ public final class ProgressEngine {
     private BooleanSupplier bulkInFlight = () -> false;
     /** Whether the lock holder is inside a UCX callback; asked with the lock held. Set before {@link #start}. */
     private BooleanSupplier inCallback = () -> false;
-    /** Whether a polled operation is in flight; asked with the lock held. Set before {@link #start}. */
-    private BooleanSupplier anyPolled = () -> false;
     /** Completes the polled operations UCX has finished, returning how many; lock held. */
     private IntSupplier pollPolled = () -> 0;
     /** Thread-blocking with a non-zero spin: the bulk window applies (a zero spin turns it off too). */
@@ -158,11 +156,10 @@ public final class ProgressEngine {
      * Tells the engine how to complete the operations whose requests have no UCX callback (each round
      * polls them after UCX progress: {@link #runPolled}). Before {@link #start}.
      *
-     * @param any whether one is in flight; asked with the lock held
-     * @param poll completes those UCX finished and returns how many; run with the lock held
+     * @param poll completes those UCX finished and returns how many (0 at once when there are none); run
+     *     with the lock held
      */
-    void pollRequests(BooleanSupplier any, IntSupplier poll) {
-        this.anyPolled = any;
+    void pollRequests(IntSupplier poll) {
         this.pollPolled = poll;
     }
 
@@ -346,9 +343,7 @@ public final class ProgressEngine {
             }
             n += c;
         }
-        if (anyPolled.getAsBoolean()) {
-            n += pollPolled.getAsInt();
-        }
+        n += pollPolled.getAsInt();
         return n;
     }
 
