@@ -103,6 +103,8 @@ abstract class AbstractComm implements Comm {
     protected final void received(Message m) {
         CompletableFuture<Message> reader = null;
         boolean drop = false;
+        boolean next = false;
+        MessageScopes budget = scopes();
         lock.lock();
         try {
             receiving = false;
@@ -113,6 +115,10 @@ abstract class AbstractComm implements Comm {
                 if (reader == null) {
                     inbox.add(m);
                 }
+                // The next receive starts here, under this lock, when pump() would start it at once: one
+                // pass over the lock per message instead of three (pump() still decides the other cases).
+                next = wantsMore() && (budget == null || budget.roomFor(options.maxUnclosedBytes()));
+                receiving = next;
             }
         } finally {
             lock.unlock();
@@ -130,7 +136,11 @@ abstract class AbstractComm implements Comm {
                 lock.unlock();
             }
         }
-        pump();
+        if (next) {
+            receiveNext();
+        } else {
+            pump();
+        }
     }
 
     /**
@@ -191,6 +201,7 @@ abstract class AbstractComm implements Comm {
         CompletableFuture<Message> f = new CompletableFuture<>();
         Message ready;
         CommException end = null;
+        boolean more;
         lock.lock();
         try {
             ready = inbox.poll();
@@ -201,6 +212,7 @@ abstract class AbstractComm implements Comm {
                     readers.add(f);
                 }
             }
+            more = wantsMore(); // usually not: the message this reader waits for is on its way
         } finally {
             lock.unlock();
         }
@@ -209,7 +221,9 @@ abstract class AbstractComm implements Comm {
         } else if (end != null) {
             f.completeExceptionally(end);
         }
-        pump();
+        if (more) {
+            pump();
+        }
         return f;
     }
 
@@ -252,11 +266,16 @@ abstract class AbstractComm implements Comm {
         return null;
     }
 
+    /** With the lock: whether the next message should be received now (a reader waits, or read-ahead has room). */
+    private boolean wantsMore() {
+        return !receiving && readEnd == null && (!readers.isEmpty() || inbox.size() < READ_AHEAD);
+    }
+
     /** Starts receiving the next message when a reader waits or the read-ahead has room. */
     private void pump() {
         lock.lock();
         try {
-            if (receiving || readEnd != null || (readers.isEmpty() && inbox.size() >= READ_AHEAD)) {
+            if (!wantsMore()) {
                 return;
             }
         } finally {
@@ -269,13 +288,18 @@ abstract class AbstractComm implements Comm {
         }
         lock.lock();
         try {
-            if (receiving || readEnd != null || (readers.isEmpty() && inbox.size() >= READ_AHEAD)) {
+            if (!wantsMore()) {
                 return;
             }
             receiving = true;
         } finally {
             lock.unlock();
         }
+        receiveNext();
+    }
+
+    /** With {@code receiving} set by this thread: asks the transport for the next message. */
+    private void receiveNext() {
         try {
             receiveOne();
         } catch (Throwable t) {

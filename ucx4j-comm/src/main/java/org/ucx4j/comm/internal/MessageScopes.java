@@ -60,8 +60,8 @@ final class MessageScopes {
     private Group group;
     /** The least time between two collection hints. */
     static final long GC_HINT_MILLIS = 100;
-    /** Bytes the live arenas hold; guarded by {@code this}. */
-    private long held;
+    /** Bytes the live arenas hold; written with {@code this} held, read without it by {@link #roomFor}. */
+    private volatile long held;
     /** Comms waiting for memory to come back; guarded by {@code this}. */
     private List<Runnable> waiting = new ArrayList<>();
     /** Whether {@link #waiting} is not empty (read without the lock, by a slab going idle). */
@@ -107,6 +107,17 @@ final class MessageScopes {
             held += need; // the whole slab once it retires
             return new SlabScope(current, need);
         }
+    }
+
+    /**
+     * Whether the live arenas hold less than {@code limit} now, without the lock and without side effects:
+     * a comm's fast path to its next receive. False sends it to {@link #admit}, which decides.
+     *
+     * @param limit the comm's {@code max-unclosed-bytes}
+     * @return whether there is room now
+     */
+    boolean roomFor(long limit) {
+        return held < limit;
     }
 
     /**

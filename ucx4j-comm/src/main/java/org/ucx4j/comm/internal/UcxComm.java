@@ -478,7 +478,11 @@ final class UcxComm extends AbstractComm {
         } else if (len != tableEnd) {
             throw new CommProtocolException("header message of " + len + " bytes, expected " + tableEnd);
         }
-        accept(new Incoming(number, h, t), inlineAt);
+        if (inlineAt >= 0 || t.total() == 0) {
+            acceptComplete(number, h, t, inlineAt);
+        } else {
+            accept(new Incoming(number, h, t), inlineAt);
+        }
         postHeader();
     }
 
@@ -491,11 +495,16 @@ final class UcxComm extends AbstractComm {
         boolean complete = inlineAt >= 0 || in.table.total() == 0;
         if (complete) {
             try {
-                in.done.complete(allocate(in, inlineAt, null, null));
+                in.done.complete(allocate(in.header, in.table, inlineAt, null, null));
             } catch (RuntimeException e) {
                 in.done.completeExceptionally(failedRead(e));
             }
         }
+        enqueue(in, complete);
+    }
+
+    /** Puts {@code in} at the pipeline's tail; one not {@code complete} waits for admission. */
+    private void enqueue(Incoming in, boolean complete) {
         boolean deliver;
         WireFormat.Control c = null;
         synchronized (pipeline) {
@@ -515,6 +524,42 @@ final class UcxComm extends AbstractComm {
         if (deliver) {
             in.done.whenComplete((m, err) -> deliverHead(in));
         }
+    }
+
+    /**
+     * A message that is complete on arrival (inline, or without bytes): straight to the reader when it
+     * waits for the next message and none is ahead of this one, else through the pipeline. Same order and
+     * flow control as {@link #accept}, without its per-message future and second pass over the lock.
+     */
+    private void acceptComplete(long number, WireFormat.Header h, WireFormat.Table t, long inlineAt) {
+        Message m;
+        try {
+            m = allocate(h, t, inlineAt, null, null);
+        } catch (RuntimeException e) { // the reader gets the error at this message, in order
+            Incoming in = new Incoming(number, h, t);
+            in.done.completeExceptionally(failedRead(e));
+            enqueue(in, true);
+            return;
+        }
+        WireFormat.Control c;
+        synchronized (pipeline) {
+            if (headersEnded) { // released meanwhile
+                m.close();
+                return;
+            }
+            if (!headWanted || !pipeline.isEmpty()) {
+                Incoming in = new Incoming(number, h, t);
+                in.done.complete(m);
+                pipeline.addLast(in);
+                return;
+            }
+            // What deliverHead does for a message at the head: nothing is unadmitted behind an empty pipeline.
+            headWanted = false;
+            delivered++;
+            c = controlToSend();
+        }
+        sendControl(c);
+        received(m);
     }
 
     /**
@@ -578,7 +623,7 @@ final class UcxComm extends AbstractComm {
         List<MemoryKind> kinds = new ArrayList<>();
         Message m;
         try {
-            m = allocate(in, -1, toReceive, kinds);
+            m = allocate(in.header, in.table, -1, toReceive, kinds);
         } catch (RuntimeException e) {
             // The reader gets this error at this message. Asking for later frames would make the peer send
             // this one's too (the request is cumulative), and the drain would report those instead.
@@ -636,9 +681,11 @@ final class UcxComm extends AbstractComm {
      * buffer at {@code inlineAt}; or, with {@code toReceive}, lists the non-empty ones to receive.
      */
     private Message allocate(
-            Incoming in, long inlineAt, List<MemorySegment> toReceive, List<MemoryKind> toReceiveKinds) {
-        WireFormat.Header h = in.header;
-        WireFormat.Table t = in.table;
+            WireFormat.Header h,
+            WireFormat.Table t,
+            long inlineAt,
+            List<MemorySegment> toReceive,
+            List<MemoryKind> toReceiveKinds) {
         Arena scope = scopes.forMessage(t.total(), h.frameCount());
         Frame[] frames = new Frame[h.frameCount()];
         try {
@@ -841,8 +888,8 @@ final class UcxComm extends AbstractComm {
             tableAt = 0;
         }
         WireFormat.writeTable(table, tableAt, frames);
-        List<List<MemorySegment>> toSend = new ArrayList<>();
-        List<MemoryKind> declared = new ArrayList<>();
+        List<List<MemorySegment>> toSend = inline ? List.of() : new ArrayList<>();
+        List<MemoryKind> declared = inline ? List.of() : new ArrayList<>();
         if (inline) {
             long at = tableEnd;
             for (Frame f : frames) {
@@ -883,26 +930,29 @@ final class UcxComm extends AbstractComm {
                 waitingCredit.addLast(o);
             }
         }
-        return o.result.handle((v, err) -> {
-            // An inline message's only send (its header) completed, failed or never went: the buffer is free.
-            giveBackInlineBuffer(o.pooled);
-            sent();
-            if (err != null) {
-                if (isClosed()) {
-                    // Canceled by the close (the peer's, or ours): say why the comm closed.
-                    CommClosedException e = closedError("write to");
-                    failed(e);
-                    throw e;
-                }
-                CommClosedException e = new CommClosedException(
+        return o.result;
+    }
+
+    /**
+     * A message's sends completed, failed or never went ({@code err}): its inline buffer is free, and the
+     * writer's future completes. A failure while the comm is open loses the comm; once it is closed (the
+     * peer's close, or ours canceled the send) the writer learns why it closed.
+     */
+    private void finish(Outgoing o, Throwable err) {
+        giveBackInlineBuffer(o.pooled);
+        sent();
+        if (err == null) {
+            o.result.complete(null);
+            return;
+        }
+        CommClosedException e = isClosed()
+                ? closedError("write to")
+                : new CommClosedException(
                         "comm " + localAddress() + " <-> " + peerAddress() + " lost while writing: "
                                 + Failures.describe(err),
                         Failures.unchecked(err));
-                failed(e);
-                throw e;
-            }
-            return null;
-        });
+        failed(e);
+        o.result.completeExceptionally(e);
     }
 
     /** With sendLock: sends a message's header (and table); its frames wait for the peer's request. */
@@ -955,22 +1005,16 @@ final class UcxComm extends AbstractComm {
      * posted have ended. Until then UCX may still read their buffers, and the writer frees them (unmaps a
      * file, closes an arena) when the write's future completes.
      */
-    private static void failWhenPostedEnd(Outgoing o, RuntimeException e) {
+    private void failWhenPostedEnd(Outgoing o, RuntimeException e) {
         if (o.sends.isEmpty()) {
-            o.result.completeExceptionally(e);
+            finish(o, e);
             return;
         }
-        allSends(o).whenComplete((v, err) -> o.result.completeExceptionally(e));
+        allSends(o).whenComplete((v, err) -> finish(o, e));
     }
 
-    private static void finishWhenSent(Outgoing o) {
-        allSends(o).whenComplete((v, err) -> {
-            if (err != null) {
-                o.result.completeExceptionally(err);
-            } else {
-                o.result.complete(null);
-            }
-        });
+    private void finishWhenSent(Outgoing o) {
+        allSends(o).whenComplete((v, err) -> finish(o, err));
     }
 
     /** Completes when every send posted for {@code o} so far has ended. */
@@ -1192,7 +1236,7 @@ final class UcxComm extends AbstractComm {
             }
         }
         for (Outgoing o : unsent) {
-            o.result.completeExceptionally(closedError("write to"));
+            finish(o, closedError("write to"));
         }
         if (marker != null) {
             marker.completeExceptionally(closedError("close"));
