@@ -200,6 +200,14 @@ final class EndpointLifecycle implements OperationOwner {
      * with some still pending it closes by force ({@code UCP_EP_CLOSE_FLAG_FORCE}, which UCX allows with
      * peer error handling only), which completes them as canceled. A forced close, or the close of a
      * failed endpoint, goes to UCX at once.
+     *
+     * <p>One more case decides the mode: a receive that matched this peer's rendezvous message (a
+     * worker-wide receive, which this endpoint does not list) is tracked by UCX on this endpoint until the
+     * data comes. A flush close cannot end it, cannot be turned into a forced one later, and when UCX
+     * destroys the endpoint with it still listed (at the peer's disconnect, or in
+     * {@code ucp_worker_destroy}) UCX 1.13 aborts the process. So when UCX holds any receive at the moment
+     * of the close, the endpoint is flushed (what was sent still arrives) and then closed by force:
+     * {@link #closeGracefully}.
      */
     void startClose(CloseMode requested, UcxFuture<Void> f) {
         if (rt.inUpcall()) {
@@ -234,8 +242,13 @@ final class EndpointLifecycle implements OperationOwner {
                         "endpoint to " + describePeer() + " did not close within " + closeTimeout.multipliedBy(2)));
             }
         });
-        if (mode == CloseMode.FORCE || operations.isEmpty()) {
+        long flushBy = System.nanoTime() + closeTimeout.toNanos();
+        if (mode == CloseMode.FORCE) {
             submitClose(mode, f, guard);
+            return;
+        }
+        if (operations.isEmpty()) {
+            closeGracefully(f, guard, flushBy);
             return;
         }
         // A graceful close with operations in flight: wait for them, then close.
@@ -255,14 +268,65 @@ final class EndpointLifecycle implements OperationOwner {
             if (!submitted[0]) {
                 submitted[0] = true;
                 drainTimer.cancel();
-                submitClose(drainedMode(), f, guard);
+                closeGracefully(f, guard, flushBy);
             }
         }));
     }
 
-    /** After the drain: a flush close, unless the endpoint failed meanwhile. */
-    private CloseMode drainedMode() {
-        return failedWhileClosing ? CloseMode.FORCE : CloseMode.FLUSH;
+    /**
+     * The graceful close once this endpoint's own operations are done; lock held, outside UCX callbacks.
+     * Closes by force if the endpoint failed meanwhile, in flush mode if UCX holds no receive, and
+     * otherwise flushes it (until {@code flushBy}, a {@link System#nanoTime()} instant) and then closes it
+     * by force.
+     *
+     * <p>Why a receive forces the close (UCX 1.13.1; 1.22.0 has the same code): a tag or active-message
+     * receive that matched a rendezvous message sends the peer its ready-to-receive message through a
+     * request that UCX lists on the endpoint ({@code ucp_send_request_id_alloc}, ucp_request.inl: the
+     * endpoint's {@code proto_reqs}, with peer error handling) until the peer's data and
+     * acknowledgement arrive. Nothing but a forced close or an endpoint failure empties that list
+     * ({@code ucp_ep_reqs_purge} from {@code ucp_ep_discard_lanes}, ucp_ep.c); a flush close marks the
+     * endpoint closed ({@code UCP_EP_CLOSE_FLAG_FORCE} is then refused as "already closed") and
+     * destroys it when the peer answers the disconnect, or in {@code ucp_worker_destroy}
+     * ({@code ucp_worker_destroy_eps}), and {@code ucp_ep_destroy_base} asserts the list is empty: an
+     * abort on UCX builds with assertions (ucp_ep.c:437 in 1.13.1). Which receive matched which peer UCX
+     * does not say, so any receive counts. A flush close needs no such care for receives that match
+     * later: UCX refuses a rendezvous from an endpoint already closed (rndv.c,
+     * {@code UCP_WORKER_GET_VALID_EP_BY_ID}), failing that receive at once.
+     */
+    private void closeGracefully(UcxFuture<Void> f, TimerQueue.Timer guard, long flushBy) {
+        boolean peerErrorHandling = endpoint.worker().options().peerErrorHandling();
+        if (failedWhileClosing) {
+            submitClose(CloseMode.FORCE, f, guard);
+            return;
+        }
+        if (!peerErrorHandling || !rt.operations.receivesHeldByUcx()) {
+            // Without peer error handling UCX lists nothing on the endpoint (its request ids are direct).
+            submitClose(CloseMode.FLUSH, f, guard);
+            return;
+        }
+        long left = flushBy - System.nanoTime();
+        if (left <= 0) {
+            submitClose(CloseMode.FORCE, f, guard);
+            return;
+        }
+        LOG.debug("endpoint to {}: UCX holds receives; flushing, then closing by force", describePeer());
+        boolean[] submitted = new boolean[1];
+        Runnable force = () -> {
+            if (!submitted[0]) {
+                submitted[0] = true;
+                submitClose(CloseMode.FORCE, f, guard);
+            }
+        };
+        TimerQueue.Timer flushTimer = rt.timers.schedule(left, force);
+        UcxFuture<Void> flushed = new UcxFuture<>();
+        Operation op = flushed.track(rt, OperationKind.ENDPOINT_FLUSH, this, 0);
+        // Whatever the flush's outcome (a failed endpoint fails it), the close is forced next round:
+        // its completion may come from inside a UCX callback, where no endpoint may be closed.
+        flushed.whenComplete((v, e) -> rt.engine.later(() -> {
+            flushTimer.cancel();
+            force.run();
+        }));
+        endpoint.submitFlush(op);
     }
 
     /** Calls {@code ucp_ep_close_nbx}; lock held, outside UCX callbacks. */

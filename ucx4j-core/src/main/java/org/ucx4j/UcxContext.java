@@ -16,6 +16,8 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.ucx4j.internal.Extensions;
 import org.ucx4j.internal.Libc;
 import org.ucx4j.internal.NativeCalls;
@@ -38,6 +40,7 @@ import org.ucx4j.internal.UcxLibrary;
  * (those libucs reads when it loads) are environment variables, set before loading.
  */
 public final class UcxContext implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(UcxContext.class);
     private static final long PARAM_FIELD_FEATURES = 1L;
     private static final long PARAM_FIELD_NAME = 1L << 8;
     private static final int CONFIG_PRINT_CONFIG = 1;
@@ -55,6 +58,8 @@ public final class UcxContext implements AutoCloseable {
     private final AtomicInteger workerNumbers = new AtomicInteger();
 
     private final List<UcxWorker> workers = new ArrayList<>();
+    /** Workers closed without {@code ucp_worker_destroy} (guarded by {@link #workers}): no {@code ucp_cleanup}. */
+    private int workersLeftUndestroyed;
 
     private UcxContext(MemorySegment handle, MemorySegment ucpConfig, Builder b) {
         this.handle = handle;
@@ -124,9 +129,16 @@ public final class UcxContext implements AutoCloseable {
         }
     }
 
-    void workerClosed(UcxWorker worker) {
+    /**
+     * A worker closed; {@code destroyed} is false when its UCX worker was left undestroyed
+     * ({@code NativeWorker.destroy}), which keeps this context's UCX context from being cleaned up.
+     */
+    void workerClosed(UcxWorker worker, boolean destroyed) {
         synchronized (workers) {
             workers.remove(worker);
+            if (!destroyed) {
+                workersLeftUndestroyed++;
+            }
         }
     }
 
@@ -233,6 +245,9 @@ public final class UcxContext implements AutoCloseable {
     /**
      * Closes every worker (reverse creation order), then the context. Idempotent. Failures of individual
      * workers are collected: the first is thrown with the others suppressed, after everything was closed.
+     * If a worker had to be left undestroyed (a receive stuck in a stalled peer's rendezvous: see
+     * {@link UcxWorker#close()}), the UCX context is not cleaned up either (a warning says so) and stays
+     * allocated until the process exits; the memory regions are unmapped all the same.
      */
     @Override
     public void close() {
@@ -257,9 +272,22 @@ public final class UcxContext implements AutoCloseable {
             }
         }
         failure = closeRegions(failure);
-        NativeCalls.invoke(() -> {
-            Ucp.cleanup(handle);
-        });
+        int undestroyed;
+        synchronized (workers) {
+            undestroyed = workersLeftUndestroyed;
+        }
+        if (undestroyed == 0) {
+            NativeCalls.invoke(() -> {
+                Ucp.cleanup(handle);
+            });
+        } else {
+            // ucp_cleanup frees what a live UCX worker still points to.
+            LOG.warn(
+                    "UCX context '{}' closed but not cleaned up: {} of its workers were left undestroyed"
+                            + " (see UcxWorker.close); it stays allocated until the process exits",
+                    name,
+                    undestroyed);
+        }
         NativeCalls.invoke(() -> {
             Ucp.configRelease(ucpConfig);
         });

@@ -469,6 +469,11 @@ public final class UcxEndpoint implements AutoCloseable {
         if (!lifecycle.admit(op)) {
             return;
         }
+        submitFlush(op);
+    }
+
+    /** Lock held: calls {@code ucp_ep_flush_nbx} whatever the state (a closing endpoint's last flush). */
+    void submitFlush(Operation op) {
         MemorySegment p = rt.operations.param(op, Upcalls.SEND, 0, 0);
         MemorySegment r;
         try {
@@ -491,6 +496,17 @@ public final class UcxEndpoint implements AutoCloseable {
      * then UCX says goodbye to the peer; whatever is still in flight then (a peer that stopped receiving
      * or died) is canceled by a forced close. In {@link CloseMode#FORCE} mode they complete as canceled
      * at once. A failed endpoint always closes by force. Calling it again returns the same future.
+     *
+     * <p>With peer error handling, a graceful close made while the worker has a tag or active-message
+     * receive in UCX's hands (one may have matched a rendezvous message from this peer, which UCX tracks
+     * on this endpoint and which only a forced close ends) flushes the endpoint, so that what was sent
+     * still arrives, and then closes it by force: such a receive, if it came from this peer, fails with
+     * {@link UcxCanceledException} rather than being left to abort the process when UCX destroys the
+     * endpoint (UCX 1.13). Receives from other peers, and those not yet matched, are not affected.
+     *
+     * <p>Threading: any thread; the future completes on the worker's progress thread (or the thread that
+     * drives progress in {@link ProgressMode#CALLER} mode). Ownership: the endpoint stays the caller's
+     * handle, unusable once closing.
      *
      * @param mode graceful or forced
      * @return completes when UCX has released the endpoint (or exceptionally after twice the worker's

@@ -18,6 +18,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.ucx4j.internal.Libc;
 import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.Structs;
@@ -48,6 +50,7 @@ import org.ucx4j.internal.worker.WorkerEvents;
  * is still pending, stops the progress thread and destroys the worker. Idempotent.
  */
 public final class UcxWorker implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(UcxWorker.class);
 
     private static final long WORKER_ATTR_FIELD_ADDRESS = 1L << 1;
     private static final long WORKER_ATTR_FIELD_MAX_AM_HEADER = 1L << 3;
@@ -922,9 +925,21 @@ public final class UcxWorker implements AutoCloseable {
      * timeout: see {@link UcxEndpoint#closeAsync}), stops progress and destroys the worker. A receive that
      * UCX cannot cancel (it matched a rendezvous message whose sender stalls) is given one close timeout to
      * end; if it does not, the endpoints still open are closed by force (with peer error handling), which
-     * ends it as canceled. An endpoint whose graceful close was already under way cannot be closed again:
-     * if such a receive came from its peer, UCX 1.13 may abort the process when the worker is destroyed
-     * (UCX 1.22 does not). Idempotent; pending futures complete (as canceled when nothing else applies).
+     * ends it as canceled. An endpoint already closing is not closed again; its own close ends such
+     * receives (see {@link UcxEndpoint#closeAsync}). Idempotent; pending futures complete (as canceled
+     * when nothing else applies), and the call returns within about three close timeouts and half a
+     * second.
+     *
+     * <p>If UCX still holds such a receive at the end (its endpoint could not be closed by force: no peer
+     * error handling, or an endpoint UCX made for a peer that connected to this worker's address), the
+     * receive fails all the same, but the UCX worker is left undestroyed, with a warning: destroying it
+     * would abort the process on UCX builds with assertions (UCX 1.13 as Debian ships it). It then stays
+     * allocated, with its context (see {@link UcxContext#close()}), until the process exits. In every case
+     * a peer that resumes may still write into the receive's buffer if its transport lets it write
+     * directly (shared memory, RDMA), as with any receive UCX gave up.
+     *
+     * <p>Threading: any thread except from inside a ucx4j callback; in {@link ProgressMode#CALLER} mode,
+     * the calling thread drives progress while it waits.
      *
      * @throws IllegalStateException when called from inside a ucx4j callback
      */
@@ -988,9 +1003,22 @@ public final class UcxWorker implements AutoCloseable {
                 rt.engine.drive(never, TimeUnit.MILLISECONDS.toNanos(5));
             }
         } finally {
-            rt.destroy();
-            state.set(2);
-            context.workerClosed(this);
+            boolean destroyed = false;
+            try {
+                destroyed = rt.destroy();
+            } finally {
+                state.set(2);
+                context.workerClosed(this, destroyed);
+            }
+            if (!destroyed) {
+                LOG.warn(
+                        "UCX worker '{}' closed but not destroyed: UCX still holds a receive that matched a"
+                                + " rendezvous message whose sender never finished it, on an endpoint that"
+                                + " could not be closed by force, and destroying the worker would abort the"
+                                + " process on UCX builds with assertions. Its receives failed; the native"
+                                + " worker (and its context) stay allocated until the process exits.",
+                        name);
+            }
         }
     }
 

@@ -9,6 +9,7 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import org.ucx4j.ProgressMode;
 import org.ucx4j.TagInfo;
+import org.ucx4j.UcxCanceledException;
 import org.ucx4j.UcxException;
 import org.ucx4j.UcxStatus;
 import org.ucx4j.WorkerOptions;
@@ -24,7 +25,8 @@ import org.ucx4j.internal.Upcalls;
  * {@link TimerQueue}, and the {@link UpcallDispatcher} registered with {@link Upcalls}. The public
  * {@code UcxWorker}, {@code UcxEndpoint} and friends are facades over this.
  *
- * <p>Ownership: owns the native worker and the scratch memory; {@link #destroy()} frees both, once.
+ * <p>Ownership: owns the native worker and the scratch memory; {@link #destroy()} frees both, once
+ * (or, when UCX could abort in the destruction, leaves both allocated: see there).
  *
  * <p>Threading: see {@link ProgressEngine}. The scratch structs are for the lock holder only.
  */
@@ -284,11 +286,31 @@ public final class NativeWorker {
     /**
      * Stops the progress thread, fails whatever is still pending, destroys the UCX worker and frees the
      * scratch memory. Call once, after the owner has closed what it could.
+     *
+     * <p>Except when UCX still holds a receive that may have matched a rendezvous message
+     * ({@link OperationTable#receivesHeldByUcx}): UCX may track it on an endpoint that could only be
+     * closed gracefully (one whose flush close was under way, one made by UCX for a peer that connected
+     * to this worker's address, any without peer error handling), and {@code ucp_worker_destroy}
+     * destroys such an endpoint with the request still listed, which aborts the process on UCX builds
+     * with assertions ({@code ucp_ep_destroy_base}, ucp_ep.c:437 in 1.13.1). Then the operations are
+     * failed all the same, but the UCX worker, the scratch memory, the native blocks of the requests UCX
+     * holds and the upcall id are left allocated (a warning says so); nothing progresses the worker again.
+     *
+     * @return true when the UCX worker was destroyed, false when it was left undestroyed
      */
-    public void destroy() {
+    public boolean destroy() {
         engine.stop();
+        boolean[] abandoned = new boolean[1];
         try {
             engine.runLockedAfterDrain(() -> {
+                // A receive that reached UCX after the owner's cancellations has not matched, most likely.
+                operations.cancelHeldReceives(
+                        new UcxCanceledException("worker close", UcxStatus.CANCELED.code(), "worker closed"));
+                if (operations.receivesHeldByUcx()) {
+                    abandoned[0] = true;
+                    operations.failAllForAbandon();
+                    return;
+                }
                 operations.failAllForDestroy();
                 NativeCalls.invoke(() -> {
                     Ucp.workerDestroy(handle);
@@ -296,7 +318,10 @@ public final class NativeWorker {
                 Upcalls.unregister(id);
             });
         } finally {
-            arena.close();
+            if (!abandoned[0]) {
+                arena.close();
+            }
         }
+        return !abandoned[0];
     }
 }

@@ -49,6 +49,15 @@ public enum OperationKind {
         return awaitsPeer;
     }
 
+    /**
+     * Whether it is a receive that may match a rendezvous message (a tag receive, an active message's
+     * data): UCX then tracks it on the sender's endpoint (its {@code proto_reqs}, with peer error
+     * handling) until the data comes, and only a forced close or a failure of that endpoint ends it.
+     */
+    public boolean mayMatchRendezvous() {
+        return this == TAG_RECV || this == TAG_RECV_IOV || this == AM_RECV_DATA;
+    }
+
     /** Whether, when UCX completes it at once, the received length is in the call's length out-parameter. */
     boolean lengthOnImmediateCompletion() {
         return lengthOnImmediateCompletion;

@@ -363,6 +363,34 @@ public final class OperationTable {
         return bulk > 0;
     }
 
+    /**
+     * Whether UCX holds a receive that may have matched a rendezvous message
+     * ({@link OperationKind#mayMatchRendezvous}): one it accepted and has not completed. Lock holder.
+     */
+    public boolean receivesHeldByUcx() {
+        for (Operation op : ops.all()) {
+            if (op.kind.mayMatchRendezvous() && op.request != 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Asks UCX to cancel every receive it holds that may match a rendezvous message; those that have not
+     * matched complete at once (as canceled, or with {@code reason} when nothing else applies), those
+     * that have stay. For a receive that reached UCX after the owner's own cancellations (it was
+     * submitted while the worker closed). Lock holder.
+     */
+    public void cancelHeldReceives(UcxException reason) {
+        for (Operation op : ops.all()) {
+            if (op.kind.mayMatchRendezvous() && op.request != 0) {
+                abort(op, reason);
+            }
+        }
+        pollRequests(); // a polled receive has no callback: its canceled request is found here
+    }
+
     /** The number of operations in flight. */
     public int size() {
         return ops.size();
@@ -404,10 +432,30 @@ public final class OperationTable {
             freeRequest(op);
             release(op);
             Buffers.freeAll(op);
-            op.fail(
-                    op.overrideFailure != null
-                            ? op.overrideFailure
-                            : new UcxCanceledException(op.kind.call(), UcxStatus.CANCELED.code(), "worker closed"));
+            op.fail(failureAtClose(op));
         }
+    }
+
+    /**
+     * Instead of {@link #failAllForDestroy} when the worker is left undestroyed ({@code NativeWorker.destroy}):
+     * fails every operation, but leaves UCX the requests it holds and the native blocks they use (a
+     * staged heap receive's copy may still be written), which stay allocated with the worker.
+     */
+    void failAllForAbandon() {
+        destroying = true;
+        for (Operation op : pending()) {
+            boolean held = op.request != 0;
+            release(op);
+            if (!held) {
+                Buffers.freeAll(op);
+            }
+            op.fail(failureAtClose(op));
+        }
+    }
+
+    private static UcxException failureAtClose(Operation op) {
+        return op.overrideFailure != null
+                ? op.overrideFailure
+                : new UcxCanceledException(op.kind.call(), UcxStatus.CANCELED.code(), "worker closed");
     }
 }
