@@ -111,7 +111,7 @@ abstract class AbstractComm implements Comm {
             if (readEnd != null) {
                 drop = true;
             } else {
-                reader = readers.poll();
+                reader = nextLiveReader();
                 if (reader == null) {
                     inbox.add(m);
                 }
@@ -127,11 +127,20 @@ abstract class AbstractComm implements Comm {
             m.close();
             return;
         }
-        if (reader != null && !reader.complete(m)) {
-            // The reader timed out or was cancelled at this instant: keep the message for the next read.
+        while (reader != null && !reader.complete(m)) {
+            // That reader was cancelled (or timed out) at this instant: the next one that still waits gets
+            // the message, else the inbox keeps it (in order: readers wait only while the inbox is empty).
+            // A receive decided above as if the message had been taken waits if the inbox is now full.
             lock.lock();
             try {
-                inbox.addFirst(m);
+                reader = nextLiveReader();
+                if (reader == null) {
+                    inbox.add(m);
+                    if (next && !mayReceive()) {
+                        next = false;
+                        receiving = false;
+                    }
+                }
             } finally {
                 lock.unlock();
             }
@@ -141,6 +150,19 @@ abstract class AbstractComm implements Comm {
         } else {
             pump();
         }
+    }
+
+    /**
+     * With the lock: the first waiting reader whose future is not done, or null. A reader's future that
+     * its caller cancelled, or completed itself, stays in the queue until here: skipped, it neither
+     * holds a message back from the readers behind it nor reorders the inbox.
+     */
+    private CompletableFuture<Message> nextLiveReader() {
+        CompletableFuture<Message> r;
+        do {
+            r = readers.poll();
+        } while (r != null && r.isDone());
+        return r;
     }
 
     /**
@@ -268,7 +290,12 @@ abstract class AbstractComm implements Comm {
 
     /** With the lock: whether the next message should be received now (a reader waits, or read-ahead has room). */
     private boolean wantsMore() {
-        return !receiving && readEnd == null && (!readers.isEmpty() || inbox.size() < READ_AHEAD);
+        return !receiving && mayReceive();
+    }
+
+    /** With the lock: whether the reads have not ended and a reader waits or the read-ahead has room. */
+    private boolean mayReceive() {
+        return readEnd == null && (!readers.isEmpty() || inbox.size() < READ_AHEAD);
     }
 
     /** Starts receiving the next message when a reader waits or the read-ahead has room. */

@@ -98,14 +98,15 @@ final class MessageScopes {
             }
         }
         synchronized (this) {
-            if (current == null || current.left() < need) {
+            if (current == null || !current.join(need)) {
                 if (current != null) {
                     current.retire();
                 }
                 current = new Slab();
+                current.join(need); // need <= SLAB / 4: a fresh slab has room
             }
             held += need; // the whole slab once it retires
-            return new SlabScope(current, need);
+            return new SlabScope(current);
         }
     }
 
@@ -261,18 +262,19 @@ final class MessageScopes {
         private int users;
         private boolean retired;
 
-        synchronized long left() {
-            return SLAB - Math.max(used, claimed);
-        }
-
         /** Whether no message uses it now. */
         synchronized boolean idle() {
             return users == 0;
         }
 
-        synchronized void join(long need) {
+        /** A new message that announced {@code need} bytes joins, if the slab has room for them. */
+        synchronized boolean join(long need) {
+            if (SLAB - Math.max(used, claimed) < need) {
+                return false;
+            }
             users++;
             claimed += need;
+            return true;
         }
 
         synchronized MemorySegment take(long size, long align) {
@@ -323,9 +325,9 @@ final class MessageScopes {
         private Arena overflow;
         private boolean closed;
 
-        SlabScope(Slab slab, long need) {
+        /** For a message that joined {@code slab}. */
+        SlabScope(Slab slab) {
             this.slab = slab;
-            slab.join(need);
         }
 
         @Override

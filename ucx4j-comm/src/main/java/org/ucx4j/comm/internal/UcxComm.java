@@ -196,12 +196,19 @@ final class UcxComm extends AbstractComm {
     private boolean headersEnded;
     /** Whether the reader side (AbstractComm) is waiting for the pipeline's head. */
     private boolean headWanted;
-    /** Message headers received (the close marker excluded). */
-    private long headersReceived;
+    /**
+     * Message headers received (the close marker excluded). Written only by the header path, whose
+     * callbacks run one at a time (one header receive is posted at a time); volatile for tests.
+     */
+    private volatile long headersReceived;
     /** Messages handed to the reader. */
     private long delivered;
-    /** The most messages the peer was told it may send, counting from the first. */
-    private long grantedSent = CREDIT_WINDOW;
+    /**
+     * The most messages the peer was told it may send, counting from the first. Written with the
+     * pipeline's lock; read without it by the header path (it only grows, and a message counted against
+     * an older grant is checked against less than the peer may have been told).
+     */
+    private volatile long grantedSent = CREDIT_WINDOW;
     /** The last message whose frames this side asked for, and the last such number sent. */
     private long framesWanted;
 
@@ -417,12 +424,9 @@ final class UcxComm extends AbstractComm {
                             "comm " + localAddress() + " <-> " + peerAddress() + " was closed by the peer"),
                     true);
         }
-        long number;
-        long granted;
-        synchronized (pipeline) {
-            number = ++headersReceived;
-            granted = grantedSent;
-        }
+        long number = headersReceived + 1;
+        headersReceived = number;
+        long granted = grantedSent;
         if (number > granted) {
             violated("the peer sent message " + number + " while granted " + granted + " (flow control: it may send "
                     + CREDIT_WINDOW + " beyond those read, docs/WIRE.md)");
@@ -1006,11 +1010,10 @@ final class UcxComm extends AbstractComm {
      * file, closes an arena) when the write's future completes.
      */
     private void failWhenPostedEnd(Outgoing o, RuntimeException e) {
-        if (o.sends.isEmpty()) {
-            finish(o, e);
-            return;
-        }
-        allSends(o).whenComplete((v, err) -> finish(o, e));
+        // Called with sendLock held, and the sends may have ended already: the comm's failure (its release
+        // takes other locks and fails the readers, whose callbacks run there) happens on another thread.
+        CompletableFuture<Void> posted = o.sends.isEmpty() ? CompletableFuture.completedFuture(null) : allSends(o);
+        posted.whenComplete((v, err) -> CommTimers.elsewhere(() -> finish(o, e)));
     }
 
     private void finishWhenSent(Outgoing o) {
@@ -1403,8 +1406,6 @@ final class UcxComm extends AbstractComm {
 
     /** Message headers this side received so far (tests). */
     long headersReceived() {
-        synchronized (pipeline) {
-            return headersReceived;
-        }
+        return headersReceived;
     }
 }
