@@ -129,6 +129,13 @@ public final class UcxContext implements AutoCloseable {
         }
     }
 
+    /** How many of this context's workers were closed without {@code ucp_worker_destroy}; any thread. */
+    int workersLeftUndestroyed() {
+        synchronized (workers) {
+            return workersLeftUndestroyed;
+        }
+    }
+
     /**
      * A worker closed; {@code destroyed} is false when its UCX worker was left undestroyed
      * ({@code NativeWorker.destroy}), which keeps this context's UCX context from being cleaned up.

@@ -327,12 +327,17 @@ public final class UcxWorker implements AutoCloseable {
     }
 
     /**
-     * This worker's UCX address, for peers to {@link #connect(WorkerAddress)} without a listener.
+     * This worker's UCX address, for peers to {@link #connect(WorkerAddress)} without a listener. Once it
+     * was asked for, peers may connect to this worker, and on UCX before 1.14 {@link #close()} then
+     * flushes the endpoints UCX made for them before destroying the worker (see there).
+     *
+     * <p>Threading: any thread. Ownership: the returned copy is the caller's.
      *
      * @return the address (a copy, independent of the worker)
      */
     public WorkerAddress address() {
         ensureOpen();
+        rt.addressExported();
         return call("address", () -> {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment attr = arena.allocate(Structs.UCP_WORKER_ATTR);
@@ -928,7 +933,7 @@ public final class UcxWorker implements AutoCloseable {
      * ends it as canceled. An endpoint already closing is not closed again; its own close ends such
      * receives (see {@link UcxEndpoint#closeAsync}). Idempotent; pending futures complete (as canceled
      * when nothing else applies), and the call returns within about three close timeouts and half a
-     * second.
+     * second (four on UCX before 1.14 when the worker's address was handed out).
      *
      * <p>If UCX still holds such a receive at the end (its endpoint could not be closed by force: no peer
      * error handling, or an endpoint UCX made for a peer that connected to this worker's address), the
@@ -937,6 +942,13 @@ public final class UcxWorker implements AutoCloseable {
      * allocated, with its context (see {@link UcxContext#close()}), until the process exits. In every case
      * a peer that resumes may still write into the receive's buffer if its transport lets it write
      * directly (shared memory, RDMA), as with any receive UCX gave up.
+     *
+     * <p>On UCX before 1.14, a worker whose {@link #address()} was handed out also flushes, before its
+     * destruction, every endpoint UCX holds for it (those UCX made for peers that connected to the
+     * address included), within one more close timeout: a peer that stalled while such a connection was
+     * being set up leaves UCX's wireup reply queued, and destroying the worker with it would abort the
+     * process on builds with assertions (fixed in UCX 1.14). If a flush does not complete, the worker is
+     * left undestroyed in the same way, with a warning.
      *
      * <p>Threading: any thread except from inside a ucx4j callback; in {@link ProgressMode#CALLER} mode,
      * the calling thread drives progress while it waits.
@@ -1012,12 +1024,11 @@ public final class UcxWorker implements AutoCloseable {
             }
             if (!destroyed) {
                 LOG.warn(
-                        "UCX worker '{}' closed but not destroyed: UCX still holds a receive that matched a"
-                                + " rendezvous message whose sender never finished it, on an endpoint that"
-                                + " could not be closed by force, and destroying the worker would abort the"
-                                + " process on UCX builds with assertions. Its receives failed; the native"
-                                + " worker (and its context) stay allocated until the process exits.",
-                        name);
+                        "UCX worker '{}' closed but not destroyed: {}, and destroying the worker would abort"
+                                + " the process on UCX builds with assertions. Its operations failed; the"
+                                + " native worker (and its context) stay allocated until the process exits.",
+                        name,
+                        rt.abandonReason());
             }
         }
     }

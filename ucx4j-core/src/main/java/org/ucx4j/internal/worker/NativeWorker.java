@@ -17,6 +17,7 @@ import org.ucx4j.internal.NativeCalls;
 import org.ucx4j.internal.NativeLinker;
 import org.ucx4j.internal.Structs;
 import org.ucx4j.internal.Ucp;
+import org.ucx4j.internal.UcsVfs;
 import org.ucx4j.internal.Upcalls;
 
 /**
@@ -61,6 +62,12 @@ public final class NativeWorker {
     public final MemorySegment discardBuffer;
     /** Zeroed {@code ucp_request_param_t} (no callback: the request is freed at once). Never written. */
     public final MemorySegment noCallbackParam;
+    /** The worker's close timeout: how long {@link #destroy()} waits for queued wireup messages. */
+    private final long closeTimeoutNanos;
+    /** Whether the worker's address was handed out: peers may have connected to it. */
+    private volatile boolean addressExported;
+    /** Set by {@link #destroy()} when it leaves the UCX worker undestroyed; lock holder. */
+    private String abandonReason;
 
     /**
      * Creates the UCX worker (serialized thread mode), registers its upcalls and starts its progress
@@ -72,6 +79,7 @@ public final class NativeWorker {
      * @throws UcxException when UCX refuses (naming the call)
      */
     public NativeWorker(MemorySegment contextHandle, WorkerOptions options, WorkerEvents events) {
+        this.closeTimeoutNanos = options.closeTimeout().toNanos();
         MemorySegment param = scratch(Structs.UCP_REQUEST_PARAM);
         this.tagInfo = scratch(Structs.UCP_TAG_RECV_INFO);
         this.lengthOut = scratch(JAVA_LONG);
@@ -284,6 +292,19 @@ public final class NativeWorker {
     }
 
     /**
+     * Records that this worker's address left it ({@code UcxWorker.address()}): from then on a peer may
+     * connect to it, and UCX makes endpoints of its own for such peers (see {@link #destroy()}). Any thread.
+     */
+    public void addressExported() {
+        addressExported = true;
+    }
+
+    /** Why {@link #destroy()} left the UCX worker undestroyed, for the owner's warning; null if it did not. */
+    public String abandonReason() {
+        return abandonReason;
+    }
+
+    /**
      * Stops the progress thread, fails whatever is still pending, destroys the UCX worker and frees the
      * scratch memory. Call once, after the owner has closed what it could.
      *
@@ -296,6 +317,19 @@ public final class NativeWorker {
      * failed all the same, but the UCX worker, the scratch memory, the native blocks of the requests UCX
      * holds and the upcall id are left allocated (a warning says so); nothing progresses the worker again.
      *
+     * <p>And except, before UCX 1.14, when a wireup message may be stuck ({@link #wireupSettled}): a
+     * worker whose address was handed out may hold endpoints that UCX made for peers that connected to
+     * it; answering such a peer's wireup request, UCX queues its reply on the transport endpoint itself
+     * (not on a wireup proxy) while that transport is not connected yet ({@code ucp_wireup_process_request},
+     * wireup.c: with no point-to-point lane the lanes are plain; a tcp endpoint waits for the peer's
+     * acknowledgement of its connection, {@code uct_tcp_ep_check_tx_res}). A peer that stalls there leaves
+     * the reply queued, and {@code ucp_worker_destroy} purges it ({@code ucp_worker_destroy_eps} ->
+     * {@code ucp_ep_err_pending_purge} -> {@code ucp_request_send_state_ff}), which asserts that only
+     * EP_REMOVED, EP_CHECK or ACK messages are purged that way: an abort (ucp_request.c:684 in 1.13.1;
+     * UCX removed the assertion in 1.14, commit 9ccaf31). So every endpoint UCX holds for this worker is
+     * flushed, within the close timeout: a flush queues behind the reply and completes only once nothing
+     * is queued. If one does not, the worker is left undestroyed as above.
+     *
      * @return true when the UCX worker was destroyed, false when it was left undestroyed
      */
     public boolean destroy() {
@@ -307,6 +341,13 @@ public final class NativeWorker {
                 operations.cancelHeldReceives(
                         new UcxCanceledException("worker close", UcxStatus.CANCELED.code(), "worker closed"));
                 if (operations.receivesHeldByUcx()) {
+                    abandonReason = "UCX still holds a receive that matched a rendezvous message whose sender"
+                            + " never finished it, on an endpoint that could not be closed by force";
+                } else if (!wireupSettled()) {
+                    abandonReason = "a peer that connected to its address stalled during the connection's"
+                            + " setup, and UCX (before 1.14) still queues a wireup message to it";
+                }
+                if (abandonReason != null) {
                     abandoned[0] = true;
                     operations.failAllForAbandon();
                     return;
@@ -323,5 +364,64 @@ public final class NativeWorker {
             }
         }
         return !abandoned[0];
+    }
+
+    /**
+     * Whether {@code ucp_worker_destroy} can purge this worker's endpoints without meeting a wireup
+     * request or reply queued on a plain transport endpoint (see {@link #destroy()}); lock held, progress
+     * stopped. True at once on UCX 1.14 and later (the purge frees such a message) and for a worker whose
+     * address never left it (UCX made no endpoint on its own, and an endpoint this worker created sends
+     * its wireup request through a wireup proxy, which the purge handles). Otherwise it flushes every
+     * endpoint UCX lists for the worker ({@link UcsVfs#endpointsOf}) and progresses the worker until all
+     * flushes are done or the close timeout passes: false if one is still queued then, or if the
+     * endpoints cannot be listed.
+     */
+    private boolean wireupSettled() {
+        if (!addressExported || org.ucx4j.internal.UcxLibrary.require().atLeast(1, 14)) {
+            return true;
+        }
+        java.util.Optional<java.util.List<Long>> endpoints = UcsVfs.endpointsOf(handle);
+        if (endpoints.isEmpty()) {
+            return false;
+        }
+        java.util.List<Long> requests = new java.util.ArrayList<>();
+        try {
+            for (long ep : endpoints.get()) {
+                // No callback: the request is polled, and freed below whatever its state.
+                long r;
+                try {
+                    r = Ucp.epFlushNbx(MemorySegment.ofAddress(ep), noCallbackParam)
+                            .address();
+                } catch (Throwable t) {
+                    throw NativeCalls.unchecked(t);
+                }
+                if (r != 0 && Long.compareUnsigned(r, -100L) < 0) {
+                    requests.add(r); // neither done at once nor an error status
+                }
+            }
+            long deadline = System.nanoTime() + closeTimeoutNanos;
+            while (!requests.isEmpty()) {
+                requests.removeIf(r -> {
+                    if (NativeCalls.callInt(() -> Ucp.requestCheckStatus(r)) == UcxStatus.INPROGRESS.code()) {
+                        return false;
+                    }
+                    NativeCalls.invoke(() -> {
+                        Ucp.requestFree(r);
+                    });
+                    return true;
+                });
+                if (requests.isEmpty() || System.nanoTime() - deadline >= 0) {
+                    break;
+                }
+                NativeCalls.callInt(() -> Ucp.workerProgress(handle));
+            }
+            return requests.isEmpty();
+        } finally {
+            for (long r : requests) {
+                NativeCalls.invoke(() -> {
+                    Ucp.requestFree(r); // released by UCX when it completes, or with the worker
+                });
+            }
+        }
     }
 }
