@@ -55,6 +55,15 @@ final class UcxComm extends AbstractComm {
     private final MemorySegment headerBuffer;
     /** Where control records from the peer arrive (one receive always posted). */
     private final MemorySegment controlBuffer;
+    /**
+     * Native buffers for the control records this side sends, free for the next one (guarded by itself):
+     * sent from there as declared host memory. A record from a {@code byte[]} was staged into malloc'd
+     * memory and its memory type detected by UCX on every send, which on a machine with CUDA can cost
+     * microseconds on the progress thread, once every {@link #GRANT_BATCH} messages.
+     */
+    private final ArrayDeque<MemorySegment> controlOut = new ArrayDeque<>();
+    /** How many control records may be in flight from {@link #controlOut}; more go from the heap. */
+    static final int CONTROL_BUFFERS = 4;
 
     private final Arena headerArena = Arena.ofShared();
     private final Object sendLock = new Object();
@@ -102,6 +111,10 @@ final class UcxComm extends AbstractComm {
         this.runtime = runtime;
         this.headerBuffer = headerArena.allocate(INLINE_LIMIT, 64);
         this.controlBuffer = headerArena.allocate(WireFormat.CONTROL_BYTES, 8);
+        MemorySegment out = headerArena.allocate((long) CONTROL_BUFFERS * WireFormat.CONTROL_BYTES, 64);
+        for (int i = 0; i < CONTROL_BUFFERS; i++) {
+            controlOut.add(out.asSlice((long) i * WireFormat.CONTROL_BYTES, WireFormat.CONTROL_BYTES));
+        }
         runtime.watchFrames(myTag, this::strayFrame);
         postControl();
         postHeader();
@@ -562,8 +575,8 @@ final class UcxComm extends AbstractComm {
             delivered++;
             c = controlToSend();
         }
+        received(m); // the reader first: the grant can wait the few hundred nanoseconds that takes
         sendControl(c);
-        received(m);
     }
 
     /**
@@ -757,12 +770,32 @@ final class UcxComm extends AbstractComm {
         if (c == null) {
             return;
         }
-        byte[] rec = new byte[WireFormat.CONTROL_BYTES];
-        WireFormat.writeControl(MemorySegment.ofArray(rec), c.granted(), c.framesUpTo());
+        MemorySegment b;
+        synchronized (controlOut) {
+            b = controlOut.pollFirst();
+        }
         try {
-            endpoint.tagSendAsync(rec, peerTag | UcxRuntime.CONTROL);
+            if (b == null) { // all in flight: from the heap, which the endpoint stages
+                byte[] rec = new byte[WireFormat.CONTROL_BYTES];
+                WireFormat.writeControl(MemorySegment.ofArray(rec), c.granted(), c.framesUpTo());
+                endpoint.tagSendAsync(rec, peerTag | UcxRuntime.CONTROL);
+                return;
+            }
+            WireFormat.writeControl(b, c.granted(), c.framesUpTo());
+            endpoint.tagSendAsync(b, MemoryKind.HOST, peerTag | UcxRuntime.CONTROL)
+                    .whenComplete((v, err) -> giveBackControlBuffer(b));
         } catch (RuntimeException e) {
-            // Closed meanwhile: the comm is ending, nothing more to grant.
+            // Closed meanwhile (the endpoint, or the buffers' arena with it): the comm is ending, nothing
+            // more to grant. The buffer is not sent: free again.
+            giveBackControlBuffer(b);
+        }
+    }
+
+    private void giveBackControlBuffer(MemorySegment b) {
+        if (b != null) {
+            synchronized (controlOut) {
+                controlOut.addFirst(b);
+            }
         }
     }
 
@@ -1373,7 +1406,7 @@ final class UcxComm extends AbstractComm {
                 LOG.warn(
                         "{}: UCX did not finish closing the endpoint; its {} header and inline buffers are kept",
                         this,
-                        INLINE_LIMIT * (1 + inlineBuffersMade()) + WireFormat.CONTROL_BYTES);
+                        INLINE_LIMIT * (1 + inlineBuffersMade()) + (1 + CONTROL_BUFFERS) * WireFormat.CONTROL_BYTES);
             }
             runtime.releaseTag(myTag);
             runtime.notLingering(this);
