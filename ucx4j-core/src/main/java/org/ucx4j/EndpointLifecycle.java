@@ -276,7 +276,8 @@ final class EndpointLifecycle implements OperationOwner {
     /**
      * The graceful close once this endpoint's own operations are done; lock held, outside UCX callbacks.
      * Closes by force if the endpoint failed meanwhile, in flush mode if UCX holds no receive, and
-     * otherwise flushes it (until {@code flushBy}, a {@link System#nanoTime()} instant) and then closes it
+     * otherwise flushes it (until {@code flushBy}, a {@link System#nanoTime()} instant, and for at least half
+     * the close timeout) and then closes it
      * by force.
      *
      * <p>Why a receive forces the close (UCX 1.13.1; 1.22.0 has the same code): a tag or active-message
@@ -304,11 +305,12 @@ final class EndpointLifecycle implements OperationOwner {
             submitClose(CloseMode.FLUSH, f, guard);
             return;
         }
-        long left = flushBy - System.nanoTime();
-        if (left <= 0) {
-            submitClose(CloseMode.FORCE, f, guard);
-            return;
-        }
+        // The flush gets what is left of the close timeout after the drain, and at least half of it, so
+        // that a slow drain does not turn the close into a forced one with nothing flushed (drain and
+        // flush together stay within the guard's twice the close timeout).
+        long left = Math.max(
+                flushBy - System.nanoTime(),
+                endpoint.worker().options().closeTimeout().toNanos() / 2);
         LOG.debug("endpoint to {}: UCX holds receives; flushing, then closing by force", describePeer());
         boolean[] submitted = new boolean[1];
         Runnable force = () -> {

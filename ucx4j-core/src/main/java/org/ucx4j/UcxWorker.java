@@ -935,9 +935,10 @@ public final class UcxWorker implements AutoCloseable {
      * when nothing else applies), and the call returns within about three close timeouts and half a
      * second (four on UCX before 1.14 when the worker's address was handed out).
      *
-     * <p>If UCX still holds such a receive at the end (its endpoint could not be closed by force: no peer
-     * error handling, or an endpoint UCX made for a peer that connected to this worker's address), the
-     * receive fails all the same, but the UCX worker is left undestroyed, with a warning: destroying it
+     * <p>If UCX still holds such a receive at the end on an endpoint that lists it (one with peer error
+     * handling that could not be closed by force, or one UCX made for a peer that connected to this
+     * worker's address), the receive fails all the same, but the UCX worker is left undestroyed, with a
+     * warning: destroying it
      * would abort the process on UCX builds with assertions (UCX 1.13 as Debian ships it). It then stays
      * allocated, with its context (see {@link UcxContext#close()}), until the process exits. In every case
      * a peer that resumes may still write into the receive's buffer if its transport lets it write
@@ -951,7 +952,9 @@ public final class UcxWorker implements AutoCloseable {
      * left undestroyed in the same way, with a warning.
      *
      * <p>Threading: any thread except from inside a ucx4j callback; in {@link ProgressMode#CALLER} mode,
-     * the calling thread drives progress while it waits.
+     * the calling thread drives progress while it waits, and so does every mode during that last flush
+     * (UCX before 1.14, address handed out): callbacks of operations and active-message handlers may then
+     * run on the closing thread.
      *
      * @throws IllegalStateException when called from inside a ucx4j callback
      */

@@ -1,5 +1,6 @@
 package org.ucx4j;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -30,7 +31,8 @@ import org.ucx4j.testsupport.Requirements;
  * <p>Each test: the sender's rendezvous request goes out, the receiver's receive matches it and answers,
  * and nobody progresses the sender after that. The cases: the worker's close alone; the endpoint's
  * graceful close first (asynchronous or blocking), then the worker's; the same without peer error
- * handling (no forced close there: the worker is left undestroyed, and its context uncleaned).
+ * handling (no forced close there, but UCX lists no request on the endpoint either: the receive fails and
+ * the worker is destroyed all the same; an earlier version left it undestroyed, found by a review).
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 @Tag("native")
@@ -157,9 +159,10 @@ class StalledRendezvousCloseTest {
                 // peer, and the caller hears of it after twice the close timeout.
                 awaitDone(receiver, pair.client().closeAsync(CloseMode.FLUSH));
             }
-            receiver.close(); // UCX still holds the receive: the worker is left undestroyed
+            receiver.close(); // UCX still holds the receive, on no endpoint's list: failed, worker destroyed
 
             assertFailed(received, "the worker's close ended the receive");
+            assertEquals(0, ctx.workersLeftUndestroyed(), "without peer error handling nothing needs leaking");
             sender.close();
             assertTrue(sent.isDone(), "the sender's close ended its send");
         }

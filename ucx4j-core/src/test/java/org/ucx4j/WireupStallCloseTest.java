@@ -189,4 +189,67 @@ class WireupStallCloseTest {
             assertEquals(0, ctx.workersLeftUndestroyed(), "nothing stayed stuck: both workers were destroyed");
         }
     }
+
+    /** Whether {@code w}'s close has stopped its progress engine (its native worker is being destroyed). */
+    private static boolean destroying(UcxWorker w) {
+        try {
+            java.lang.reflect.Field rt = UcxWorker.class.getDeclaredField("rt");
+            rt.setAccessible(true);
+            return !((org.ucx4j.internal.worker.NativeWorker) rt.get(w)).engine.isRunning();
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /**
+     * The last flush progresses the owner: an active message's rendezvous that arrives then makes its
+     * handler's fetch post a receive, which UCX lists on the endpoint it made for that peer; the peer then
+     * stalls, while a second peer keeps the flush loop going. The held receive must be seen after the
+     * loop too. (Found by a review: UCX 1.13 aborted in ucp_worker_destroy, ucp_ep.c:437, in 6 of 7 runs.)
+     */
+    @org.junit.jupiter.api.Test
+    void aRendezvousThatArrivesDuringTheLastFlushIsNotLeftToTheWorkersDestruction() throws Exception {
+        Requirements.assumeUcx();
+        try (UcxContext ctx = context("tcp");
+                Arena arena = Arena.ofShared()) {
+            UcxWorker owner = ctx.newWorker(options(true));
+            UcxWorker p1 = ctx.newWorker(options(true));
+            UcxWorker p2 = ctx.newWorker(options(true));
+            AtomicBoolean handled = new AtomicBoolean();
+            owner.setAmHandler(3, m -> handled.set(true));
+            UcxEndpoint e1 = connectByAddress(p1, owner);
+            UcxEndpoint e2 = connectByAddress(p2, owner);
+            e1.amSendAsync(3, arena.allocate(8), arena.allocate(SIZE, 64), AmSendMode.RENDEZVOUS);
+            e2.tagSendAsync(arena.allocate(SIZE, 64), 7);
+            for (int i = 0; i < 3; i++) {
+                p1.progress();
+                p2.progress();
+            }
+            progressAlone(owner, 300); // takes both wireup requests, queues both replies
+            assertFalse(handled.get(), "the active message's request waits for the wireup reply");
+            AtomicBoolean stop = new AtomicBoolean();
+            Thread peers = Thread.ofPlatform().start(() -> {
+                long deadline = System.nanoTime() + DEADLINE_NANOS;
+                while (!destroying(owner) && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+                // The first peer resumes until the owner's handler took its message, then stalls.
+                while (!handled.get() && !stop.get() && System.nanoTime() < deadline) {
+                    p1.progress();
+                }
+                // The second keeps up: the owner's flush to it completes, and the loop ends.
+                while (!stop.get() && System.nanoTime() < deadline) {
+                    p2.progress();
+                }
+            });
+            try {
+                owner.close(); // UCX 1.13 aborted here when the fetched receive was left to ucp_worker_destroy
+            } finally {
+                stop.set(true);
+                peers.join();
+            }
+            p1.close();
+            p2.close();
+        }
+    }
 }

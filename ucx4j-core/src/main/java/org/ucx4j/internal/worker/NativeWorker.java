@@ -64,6 +64,8 @@ public final class NativeWorker {
     public final MemorySegment noCallbackParam;
     /** The worker's close timeout: how long {@link #destroy()} waits for queued wireup messages. */
     private final long closeTimeoutNanos;
+    /** Whether the worker's endpoints use peer error handling (UCX then lists their requests: destroy()). */
+    private final boolean peerErrorHandling;
     /** Whether the worker's address was handed out: peers may have connected to it. */
     private volatile boolean addressExported;
     /** Set by {@link #destroy()} when it leaves the UCX worker undestroyed; lock holder. */
@@ -80,6 +82,7 @@ public final class NativeWorker {
      */
     public NativeWorker(MemorySegment contextHandle, WorkerOptions options, WorkerEvents events) {
         this.closeTimeoutNanos = options.closeTimeout().toNanos();
+        this.peerErrorHandling = options.peerErrorHandling();
         MemorySegment param = scratch(Structs.UCP_REQUEST_PARAM);
         this.tagInfo = scratch(Structs.UCP_TAG_RECV_INFO);
         this.lengthOut = scratch(JAVA_LONG);
@@ -310,12 +313,15 @@ public final class NativeWorker {
      *
      * <p>Except when UCX still holds a receive that may have matched a rendezvous message
      * ({@link OperationTable#receivesHeldByUcx}): UCX may track it on an endpoint that could only be
-     * closed gracefully (one whose flush close was under way, one made by UCX for a peer that connected
-     * to this worker's address, any without peer error handling), and {@code ucp_worker_destroy}
+     * closed gracefully (one whose flush close was under way, or one made by UCX for a peer that connected
+     * to this worker's address), and {@code ucp_worker_destroy}
      * destroys such an endpoint with the request still listed, which aborts the process on UCX builds
      * with assertions ({@code ucp_ep_destroy_base}, ucp_ep.c:437 in 1.13.1). Then the operations are
      * failed all the same, but the UCX worker, the scratch memory, the native blocks of the requests UCX
      * holds and the upcall id are left allocated (a warning says so); nothing progresses the worker again.
+     * Without peer error handling UCX lists no request on an endpoint (its ids are direct), so there such
+     * a receive is failed and the worker destroyed as usual, unless its address was handed out (a peer
+     * that connected to it may have asked for error handling on the endpoint UCX made for it).
      *
      * <p>And except, before UCX 1.14, when a wireup message may be stuck ({@link #wireupSettled}): a
      * worker whose address was handed out may hold endpoints that UCX made for peers that connected to
@@ -328,7 +334,10 @@ public final class NativeWorker {
      * EP_REMOVED, EP_CHECK or ACK messages are purged that way: an abort (ucp_request.c:684 in 1.13.1;
      * UCX removed the assertion in 1.14, commit 9ccaf31). So every endpoint UCX holds for this worker is
      * flushed, within the close timeout: a flush queues behind the reply and completes only once nothing
-     * is queued. If one does not, the worker is left undestroyed as above.
+     * is queued. If one does not, the worker is left undestroyed as above. That wait progresses the worker
+     * on the closing thread, so callbacks (of operations, of active-message handlers) may run there, and
+     * a rendezvous that arrives meanwhile may leave a receive held: the check for such receives is made
+     * again after it.
      *
      * @return true when the UCX worker was destroyed, false when it was left undestroyed
      */
@@ -337,15 +346,17 @@ public final class NativeWorker {
         boolean[] abandoned = new boolean[1];
         try {
             engine.runLockedAfterDrain(() -> {
-                // A receive that reached UCX after the owner's cancellations has not matched, most likely.
-                operations.cancelHeldReceives(
-                        new UcxCanceledException("worker close", UcxStatus.CANCELED.code(), "worker closed"));
-                if (operations.receivesHeldByUcx()) {
+                if (receivesStuck()) {
                     abandonReason = "UCX still holds a receive that matched a rendezvous message whose sender"
                             + " never finished it, on an endpoint that could not be closed by force";
                 } else if (!wireupSettled()) {
                     abandonReason = "a peer that connected to its address stalled during the connection's"
                             + " setup, and UCX (before 1.14) still queues a wireup message to it";
+                } else if (receivesStuck()) {
+                    // wireupSettled progressed the worker: a rendezvous that arrived meanwhile (an active
+                    // message's data its handler fetched) may now be held the same way.
+                    abandonReason = "UCX still holds a receive that matched a rendezvous message during the"
+                            + " worker's close, from a peer that then stalled";
                 }
                 if (abandonReason != null) {
                     abandoned[0] = true;
@@ -364,6 +375,21 @@ public final class NativeWorker {
             }
         }
         return !abandoned[0];
+    }
+
+    /**
+     * Cancels the receives UCX still holds ({@link OperationTable#cancelHeldReceives}) and tells whether
+     * one remains that UCX may track on an endpoint's request list, where {@code ucp_worker_destroy} would
+     * meet it: only with indirect request ids, which UCX uses for endpoints with peer error handling (this
+     * worker's own, or those UCX made for peers that connected to its address and asked for it;
+     * {@code ucp_ep_shall_use_indirect_id}). Without either, such a receive is failed and the worker
+     * destroyed as usual. Lock held, progress stopped.
+     */
+    private boolean receivesStuck() {
+        // A receive that reached UCX after the owner's cancellations has not matched, most likely.
+        operations.cancelHeldReceives(
+                new UcxCanceledException("worker close", UcxStatus.CANCELED.code(), "worker closed"));
+        return (peerErrorHandling || addressExported) && operations.receivesHeldByUcx();
     }
 
     /**
