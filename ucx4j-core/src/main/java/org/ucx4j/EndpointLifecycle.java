@@ -276,9 +276,8 @@ final class EndpointLifecycle implements OperationOwner {
     /**
      * The graceful close once this endpoint's own operations are done; lock held, outside UCX callbacks.
      * Closes by force if the endpoint failed meanwhile, in flush mode if UCX holds no receive, and
-     * otherwise flushes it (until {@code flushBy}, a {@link System#nanoTime()} instant, and for at least half
-     * the close timeout) and then closes it
-     * by force.
+     * otherwise flushes it (until {@code flushBy}, a {@link System#nanoTime()} instant, and for at least
+     * half the close timeout) and then closes it by force.
      *
      * <p>Why a receive forces the close (UCX 1.13.1; 1.22.0 has the same code): a tag or active-message
      * receive that matched a rendezvous message sends the peer its ready-to-receive message through a
