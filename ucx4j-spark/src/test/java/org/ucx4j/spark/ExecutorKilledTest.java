@@ -49,6 +49,9 @@ class ExecutorKilledTest {
         String goFile = go.toString();
         LocalClusters.ShuffleReadListener reads = new LocalClusters.ShuffleReadListener();
         try (JavaSparkContext sc = new JavaSparkContext(LocalClusters.ucx4j("ucx", "kill-9")
+                // Map tasks only once both executors are up: with one alone, it may run every map task, the
+                // other holds no output, and its kill fails no fetch (seen once in CI).
+                .set("spark.scheduler.minRegisteredResourcesRatio", "1.0")
                 .set("spark.reducer.maxBlocksInFlightPerAddress", "1")
                 .set("spark.reducer.maxSizeInFlight", "1k")
                 .set("spark.shuffle.io.maxRetries", "1")
