@@ -3,7 +3,9 @@
 # slower? BEFORE and AFTER are folders of jars (a module path: the CLI and its dependencies). Rows:
 # core tag 8 B latency (caller and thread-blocking progress), core tag 8 B message rate, core tag 64 MiB
 # bandwidth, comm ucx:// 1 KiB round trips and 1 MiB bandwidth, and the 1 KiB one-way latency of the core's
-# tag and of the comm side by side (thread-blocking; their ratio is issue 15's comm round-trip figure). Each
+# tag and of the comm side by side (thread-blocking; their ratio is issue 15's comm round-trip figure);
+# last the core's tag at 1 MiB and the comm at 64 MiB (with tag_bw_64Mi and comm_ucx_1MiB: issue 15's
+# comm bandwidth figures, comm against tag at 1 and 64 MiB). Each
 # cell is the median of ROUNDS runs (default 3). Units: latency one-way usec (p50); bandwidth MB/s (MB = 2^20 B); rate messages/s.
 #
 #   BEFORE=/path/to/old/jars AFTER=/path/to/new/jars bench/before-after.sh
@@ -35,6 +37,8 @@ ROWS=(
     "tag_lat_1KiB|--op tag --mode latency --size 1024 --iters $((20000 * ITERS))|latency_us_p50"
     "comm_lat_1KiB|--comm ucx --mode latency --size 1024 --iters $((20000 * ITERS))|latency_us_p50"
     "comm_ucx_1MiB|--comm ucx --mode bandwidth --size 1048576 --iters $((2000 * ITERS))|bandwidth_mbps"
+    "tag_bw_1Mi|--op tag --mode bandwidth --size 1048576 --iters $((2000 * ITERS))|bandwidth_mbps"
+    "comm_ucx_64MiB|--comm ucx --mode bandwidth --size 67108864 --iters $((20 * ITERS))|bandwidth_mbps"
 )
 if [ -n "${ONLY:-}" ]; then   # ONLY="comm_ucx_1KiB tag_rate": just these rows
     KEEP=()
@@ -100,6 +104,33 @@ f = lambda v: "-" if v is None else f"{v:,.3f}" if v < 100 else f"{v:,.0f}"
 print(f"| {rid} | {field} | {f(mb)} | {f(ma)} | {ratio} | {' '.join(f(x) for x in bs)} | {' '.join(f(x) for x in as_)} |")
 PY
 done
+# Issue 15's comm figures where both rows of a pair ran: comm against the core's tag, per side, from
+# the medians (round trips: tag latency over comm latency; bandwidth: comm over tag).
+PAIRS=""
+for pair in "tag_lat_1KiB comm_lat_1KiB" "comm_ucx_1MiB tag_bw_1Mi" "comm_ucx_64MiB tag_bw_64Mi"; do
+    read -r num den <<<"$pair"
+    for side in BEFORE AFTER; do
+        PAIRS+="$num/$den $side ${FIG[$num,$side]:-}|${FIG[$den,$side]:-};"
+    done
+done
+python3 - "$PAIRS" <<'PY'
+import statistics, sys
+lines = []
+for item in sys.argv[1].split(";"):
+    if not item.strip():
+        continue
+    head, _, figs = item.partition(" ")
+    side, _, figs = figs.partition(" ")
+    num, den = (s.split() for s in figs.split("|"))
+    if num and den:
+        n, d = statistics.median(map(float, num)), statistics.median(map(float, den))
+        lines.append(f"| {head} | {side.lower()} | {n / d:.2f} |")
+if lines:
+    print()
+    print("| issue 15 ratio (medians) | side | ratio |")
+    print("|---|---|---|")
+    print("\n".join(lines))
+PY
 if [ -n "$PT" ]; then
     echo
     python3 - "$PT" <<'PY'

@@ -956,16 +956,26 @@ final class UcxComm extends AbstractComm {
             }
         }
         Outgoing o = new Outgoing(hs, tableApart ? table : null, toSend, declared, multi, pooled);
+        boolean gone;
         synchronized (sendLock) {
             if (released) {
                 return CompletableFuture.failedFuture(closedError("write to"));
             }
             sending++;
             if (waitingCredit.isEmpty() && headersSent < creditFromPeer) {
-                sendHeader(o);
+                gone = sendHeader(o);
             } else {
                 waitingCredit.addLast(o);
+                gone = false;
             }
+        }
+        if (inline && gone) {
+            // The writer's frames were copied into the header: its memory is free now, which is all the
+            // future promises (Comm#writeAsync). The writer goes on without waiting for UCX's completion
+            // on the progress thread (a hand-off between threads per message); the comm's close still
+            // waits for the send, and a send that fails still fails the comm. A message that waits for
+            // credit completes when sent, so that a peer that does not read still holds its writer back.
+            o.result.complete(null);
         }
         return o.result;
     }
@@ -992,8 +1002,12 @@ final class UcxComm extends AbstractComm {
         o.result.completeExceptionally(e);
     }
 
-    /** With sendLock: sends a message's header (and table); its frames wait for the peer's request. */
-    private void sendHeader(Outgoing o) {
+    /**
+     * With sendLock: sends a message's header (and table); its frames wait for the peer's request.
+     *
+     * @return whether the header's sends were posted (false: a post failed, and the message fails)
+     */
+    private boolean sendHeader(Outgoing o) {
         o.number = ++headersSent;
         try {
             o.sends.add(
@@ -1005,7 +1019,7 @@ final class UcxComm extends AbstractComm {
             }
         } catch (RuntimeException e) {
             failWhenPostedEnd(o, e);
-            return;
+            return false;
         }
         if (o.frames.isEmpty()) {
             finishWhenSent(o);
@@ -1014,6 +1028,7 @@ final class UcxComm extends AbstractComm {
         } else {
             waitingRequest.addLast(o);
         }
+        return true;
     }
 
     /** With sendLock: sends a message's frames on the peer's frame tag, which asked for them. */
