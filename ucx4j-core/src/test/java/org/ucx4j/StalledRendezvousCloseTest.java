@@ -5,12 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.ucx4j.StalledPeerFixture.DEADLINE_NANOS;
+import static org.ucx4j.StalledPeerFixture.SIZE;
+import static org.ucx4j.StalledPeerFixture.awaitDone;
+import static org.ucx4j.StalledPeerFixture.keepProgressing;
+import static org.ucx4j.StalledPeerFixture.options;
 
 import java.lang.foreign.Arena;
-import java.time.Duration;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -37,34 +40,38 @@ import org.ucx4j.testsupport.Requirements;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 @Tag("native")
 class StalledRendezvousCloseTest {
-    private static final int SIZE = 4 << 20;
-    private static final long DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(30);
-
-    private static WorkerOptions options(boolean peerErrorHandling) {
-        return WorkerOptions.builder()
-                .progressMode(ProgressMode.CALLER)
-                .peerErrorHandling(peerErrorHandling)
-                .closeTimeout(Duration.ofMillis(300))
-                .build();
-    }
 
     private static UcxContext context() {
         return UcxContext.builder().option("RNDV_SCHEME", "put_zcopy").build();
     }
 
+    /**
+     * A sender stalled in its rendezvous: its request went out, the receiver's receive matched it and
+     * answered, and nobody progresses the sender after that.
+     */
+    private record StalledSend(
+            UcxWorker sender, UcxWorker receiver, Loopback pair, UcxFuture<Void> sent, UcxFuture<TagInfo> received) {
+
+        static StalledSend start(UcxContext ctx, Arena arena, boolean peerErrorHandling) throws Exception {
+            UcxWorker sender = ctx.newWorker(options(peerErrorHandling));
+            UcxWorker receiver = ctx.newWorker(options(peerErrorHandling));
+            Loopback pair = connect(sender, receiver);
+            UcxFuture<Void> sent =
+                    pair.server().tagSendAsync(arena.allocate(SIZE, 64).fill((byte) 5), 7);
+            return new StalledSend(sender, receiver, pair, sent, receiveMatched(receiver, arena));
+        }
+
+        /** Closes the sender, which must end its send. */
+        void closeSender() {
+            sender.close();
+            assertTrue(sent.isDone(), "the sender's close ended its send");
+        }
+    }
+
     /** Connects the receiver to a listener of the sender, progressing the sender meanwhile. */
     private static Loopback connect(UcxWorker sender, UcxWorker receiver) throws Exception {
-        AtomicBoolean pumping = new AtomicBoolean(true);
-        Thread pump = Thread.ofPlatform().start(() -> {
-            while (pumping.get()) {
-                sender.progress();
-            }
-        });
-        try {
+        try (var _ = keepProgressing(sender)) {
             return Loopback.connect(sender, receiver);
-        } finally {
-            pumping.set(false);
-            pump.join();
         }
     }
 
@@ -85,31 +92,17 @@ class StalledRendezvousCloseTest {
         assertInstanceOf(UcxException.class, e.getCause(), "the receive fails: " + e.getCause());
     }
 
-    private static void awaitDone(UcxWorker worker, UcxFuture<?> f) {
-        long deadline = System.nanoTime() + DEADLINE_NANOS;
-        while (!f.isDone() && System.nanoTime() < deadline) {
-            worker.progress();
-        }
-        assertTrue(f.isDone(), "done within " + DEADLINE_NANOS / 1_000_000_000 + " s");
-    }
-
     @Test
     void closingAWorkerWhoseReceiveMatchedAStalledRendezvousEndsTheReceive() throws Exception {
         Requirements.assumeUcx();
         try (UcxContext ctx = context();
                 Arena arena = Arena.ofShared()) {
-            UcxWorker sender = ctx.newWorker(options(true));
-            UcxWorker receiver = ctx.newWorker(options(true));
-            Loopback pair = connect(sender, receiver);
-            UcxFuture<Void> sent =
-                    pair.server().tagSendAsync(arena.allocate(SIZE, 64).fill((byte) 5), 7);
-            UcxFuture<TagInfo> received = receiveMatched(receiver, arena);
+            StalledSend s = StalledSend.start(ctx, arena, true);
 
-            receiver.close();
+            s.receiver().close();
 
-            assertFailed(received, "the worker's close ended the receive");
-            sender.close();
-            assertTrue(sent.isDone(), "the sender's close ended its send");
+            assertFailed(s.received(), "the worker's close ended the receive");
+            s.closeSender();
         }
     }
 
@@ -119,25 +112,19 @@ class StalledRendezvousCloseTest {
         Requirements.assumeUcx();
         try (UcxContext ctx = context();
                 Arena arena = Arena.ofShared()) {
-            UcxWorker sender = ctx.newWorker(options(true));
-            UcxWorker receiver = ctx.newWorker(options(true));
-            Loopback pair = connect(sender, receiver);
-            UcxFuture<Void> sent =
-                    pair.server().tagSendAsync(arena.allocate(SIZE, 64).fill((byte) 5), 7);
-            UcxFuture<TagInfo> received = receiveMatched(receiver, arena);
+            StalledSend s = StalledSend.start(ctx, arena, true);
 
             // The receiver's endpoint to the stalled sender first, gracefully, then the worker.
             if (blocking) {
-                pair.client().close();
+                s.pair().client().close();
             } else {
-                UcxFuture<Void> epClosed = pair.client().closeAsync(CloseMode.FLUSH);
-                awaitDone(receiver, epClosed);
+                UcxFuture<Void> epClosed = s.pair().client().closeAsync(CloseMode.FLUSH);
+                awaitDone(s.receiver(), epClosed, "the endpoint's close was done");
                 epClosed.join(); // flushed, then closed by force: no timeout
             }
-            assertFailed(received, "the endpoint's close ended the receive");
-            receiver.close();
-            sender.close();
-            assertTrue(sent.isDone(), "the sender's close ended its send");
+            assertFailed(s.received(), "the endpoint's close ended the receive");
+            s.receiver().close();
+            s.closeSender();
         }
     }
 
@@ -147,24 +134,18 @@ class StalledRendezvousCloseTest {
         Requirements.assumeUcx();
         try (UcxContext ctx = context();
                 Arena arena = Arena.ofShared()) {
-            UcxWorker sender = ctx.newWorker(options(false));
-            UcxWorker receiver = ctx.newWorker(options(false));
-            Loopback pair = connect(sender, receiver);
-            UcxFuture<Void> sent =
-                    pair.server().tagSendAsync(arena.allocate(SIZE, 64).fill((byte) 5), 7);
-            UcxFuture<TagInfo> received = receiveMatched(receiver, arena);
+            StalledSend s = StalledSend.start(ctx, arena, false);
 
             if (endpointFirst) {
                 // No forced close without peer error handling: the graceful one waits for the stalled
                 // peer, and the caller hears of it after twice the close timeout.
-                awaitDone(receiver, pair.client().closeAsync(CloseMode.FLUSH));
+                awaitDone(s.receiver(), s.pair().client().closeAsync(CloseMode.FLUSH), "the endpoint's close was done");
             }
-            receiver.close(); // UCX still holds the receive, on no endpoint's list: failed, worker destroyed
+            s.receiver().close(); // UCX still holds the receive, on no endpoint's list: failed, worker destroyed
 
-            assertFailed(received, "the worker's close ended the receive");
+            assertFailed(s.received(), "the worker's close ended the receive");
             assertEquals(0, ctx.workersLeftUndestroyed(), "without peer error handling nothing needs leaking");
-            sender.close();
-            assertTrue(sent.isDone(), "the sender's close ended its send");
+            s.closeSender();
         }
     }
 }

@@ -3,6 +3,11 @@ package org.ucx4j;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.ucx4j.StalledPeerFixture.DEADLINE_NANOS;
+import static org.ucx4j.StalledPeerFixture.SIZE;
+import static org.ucx4j.StalledPeerFixture.awaitDone;
+import static org.ucx4j.StalledPeerFixture.keepProgressing;
+import static org.ucx4j.StalledPeerFixture.options;
 
 import java.lang.foreign.Arena;
 import java.time.Duration;
@@ -30,17 +35,7 @@ import org.ucx4j.testsupport.Requirements;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 @Tag("native")
 class WireupStallCloseTest {
-    private static final int SIZE = 4 << 20;
-    private static final long DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(30);
-
-    private static WorkerOptions options(boolean peerErrorHandling) {
-        return WorkerOptions.builder()
-                .progressMode(ProgressMode.CALLER)
-                .peerErrorHandling(peerErrorHandling)
-                .closeTimeout(Duration.ofMillis(300))
-                .connectTimeout(Duration.ofSeconds(10))
-                .build();
-    }
+    private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(10);
 
     private static UcxContext context(String tls) {
         UcxContext.Builder b = UcxContext.builder();
@@ -80,8 +75,8 @@ class WireupStallCloseTest {
         Requirements.assumeUcx();
         try (UcxContext ctx = context(tls);
                 Arena arena = Arena.ofShared()) {
-            UcxWorker peer = ctx.newWorker(options(peerErrorHandling));
-            UcxWorker owner = ctx.newWorker(options(peerErrorHandling));
+            UcxWorker peer = ctx.newWorker(options(peerErrorHandling, CONNECT_TIMEOUT));
+            UcxWorker owner = ctx.newWorker(options(peerErrorHandling, CONNECT_TIMEOUT));
             UcxEndpoint ep = connectByAddress(peer, owner);
             // The rendezvous needs the owner's endpoint id: the peer sends a wireup request, then stalls.
             UcxFuture<Void> sent = ep.tagSendAsync(arena.allocate(SIZE, 64), 7);
@@ -108,8 +103,8 @@ class WireupStallCloseTest {
         Requirements.assumeUcx();
         try (UcxContext ctx = context(tls);
                 Arena arena = Arena.ofShared()) {
-            UcxWorker peer = ctx.newWorker(options(peerErrorHandling));
-            UcxWorker owner = ctx.newWorker(options(peerErrorHandling));
+            UcxWorker peer = ctx.newWorker(options(peerErrorHandling, CONNECT_TIMEOUT));
+            UcxWorker owner = ctx.newWorker(options(peerErrorHandling, CONNECT_TIMEOUT));
             UcxEndpoint ep = connectByAddress(peer, owner);
             UcxFuture<Void> sent = ep.tagSendAsync(arena.allocate(SIZE, 64).fill((byte) 3), 7);
             UcxFuture<TagInfo> received = owner.tagRecvAsync(arena.allocate(SIZE, 64), 7, -1L);
@@ -122,17 +117,8 @@ class WireupStallCloseTest {
             sent.join();
 
             // The peer keeps progressing on another thread while the owner closes.
-            AtomicBoolean pumping = new AtomicBoolean(true);
-            Thread pump = Thread.ofPlatform().start(() -> {
-                while (pumping.get()) {
-                    peer.progress();
-                }
-            });
-            try {
+            try (var _ = keepProgressing(peer)) {
                 owner.close();
-            } finally {
-                pumping.set(false);
-                pump.join();
             }
             assertEquals(0, ctx.workersLeftUndestroyed(), "nothing was stuck: the worker was destroyed");
             peer.close();
@@ -153,37 +139,24 @@ class WireupStallCloseTest {
         Requirements.assumeUcx();
         try (UcxContext ctx = context(tls);
                 Arena arena = Arena.ofShared()) {
-            UcxWorker peer = ctx.newWorker(options(peerErrorHandling));
-            UcxWorker owner = ctx.newWorker(options(peerErrorHandling));
+            UcxWorker peer = ctx.newWorker(options(peerErrorHandling, CONNECT_TIMEOUT));
+            UcxWorker owner = ctx.newWorker(options(peerErrorHandling, CONNECT_TIMEOUT));
             UcxEndpoint ep = connectByAddress(peer, owner);
             // The connecting side's wireup request goes out; the address owner does not answer yet.
             UcxFuture<Void> sent = ep.tagSendAsync(arena.allocate(SIZE, 64), 7);
             progressAlone(peer, 300);
 
             UcxFuture<Void> closed = ep.closeAsync(force ? CloseMode.FORCE : CloseMode.FLUSH);
-            long deadline = System.nanoTime() + DEADLINE_NANOS;
-            while (!closed.isDone() && System.nanoTime() < deadline) {
-                peer.progress();
-            }
-            assertTrue(closed.isDone(), "the endpoint's close completed (or timed out)");
+            awaitDone(peer, closed, "the endpoint's close completed (or timed out)");
             assertTrue(sent.isDone(), "the close ended the send");
 
             // The owner resumes (takes the request, answers it) and closes while the peer keeps up. (Had the
             // peer's worker been closed first, UCX 1.13 would abort in the owner's progress: its reply,
             // queued on a tcp endpoint whose connection is then refused, is purged by ucp_ep_set_failed,
             // with the same assertion. Nothing ucx4j calls can avoid that one.)
-            AtomicBoolean pumping = new AtomicBoolean(true);
-            Thread pump = Thread.ofPlatform().start(() -> {
-                while (pumping.get()) {
-                    peer.progress();
-                }
-            });
-            try {
+            try (var _ = keepProgressing(peer)) {
                 progressAlone(owner, 300);
                 owner.close();
-            } finally {
-                pumping.set(false);
-                pump.join();
             }
             peer.close();
             assertEquals(0, ctx.workersLeftUndestroyed(), "nothing stayed stuck: both workers were destroyed");
@@ -212,9 +185,9 @@ class WireupStallCloseTest {
         Requirements.assumeUcx();
         try (UcxContext ctx = context("tcp");
                 Arena arena = Arena.ofShared()) {
-            UcxWorker owner = ctx.newWorker(options(true));
-            UcxWorker p1 = ctx.newWorker(options(true));
-            UcxWorker p2 = ctx.newWorker(options(true));
+            UcxWorker owner = ctx.newWorker(options(true, CONNECT_TIMEOUT));
+            UcxWorker p1 = ctx.newWorker(options(true, CONNECT_TIMEOUT));
+            UcxWorker p2 = ctx.newWorker(options(true, CONNECT_TIMEOUT));
             AtomicBoolean handled = new AtomicBoolean();
             owner.setAmHandler(3, m -> handled.set(true));
             UcxEndpoint e1 = connectByAddress(p1, owner);
