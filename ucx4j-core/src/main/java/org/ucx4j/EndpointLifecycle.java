@@ -294,13 +294,12 @@ final class EndpointLifecycle implements OperationOwner {
      * {@code UCP_WORKER_GET_VALID_EP_BY_ID}), failing that receive at once.
      */
     private void closeGracefully(UcxFuture<Void> f, TimerQueue.Timer guard, long flushBy) {
-        boolean peerErrorHandling = endpoint.worker().options().peerErrorHandling();
         if (failedWhileClosing) {
             submitClose(CloseMode.FORCE, f, guard);
             return;
         }
-        if (!peerErrorHandling || !rt.operations.receivesHeldByUcx()) {
-            // Without peer error handling UCX lists nothing on the endpoint (its request ids are direct).
+        if (!rt.receiveMayBeListedOnOwnEndpoint()) {
+            // Nothing UCX could list on this endpoint (no peer error handling: its request ids are direct).
             submitClose(CloseMode.FLUSH, f, guard);
             return;
         }

@@ -379,17 +379,53 @@ public final class NativeWorker {
 
     /**
      * Cancels the receives UCX still holds ({@link OperationTable#cancelHeldReceives}) and tells whether
-     * one remains that UCX may track on an endpoint's request list, where {@code ucp_worker_destroy} would
-     * meet it: only with indirect request ids, which UCX uses for endpoints with peer error handling (this
-     * worker's own, or those UCX made for peers that connected to its address and asked for it;
-     * {@code ucp_ep_shall_use_indirect_id}). Without either, such a receive is failed and the worker
-     * destroyed as usual. Lock held, progress stopped.
+     * one remains that UCX may list on any of this worker's endpoints ({@link #receiveMayBeListedOnAnyEndpoint}),
+     * where {@code ucp_worker_destroy} would meet it. Without peer error handling and with the address never
+     * handed out, such a receive is failed and the worker destroyed as usual. Lock held, progress stopped.
      */
     private boolean receivesStuck() {
         // A receive that reached UCX after the owner's cancellations has not matched, most likely.
         operations.cancelHeldReceives(
                 new UcxCanceledException("worker close", UcxStatus.CANCELED.code(), "worker closed"));
-        return (peerErrorHandling || addressExported) && operations.receivesHeldByUcx();
+        return receiveMayBeListedOnAnyEndpoint();
+    }
+
+    /**
+     * Whether UCX holds a receive that it may list on an endpoint this worker made itself (a
+     * {@code UcxEndpoint}'s, which has the worker's error-handling mode): only with peer error handling
+     * ({@link #receiveMayBeListed}). The endpoints UCX made for peers that connected to this worker's
+     * address do not count: this is for the graceful close of one of the worker's own, which then closes
+     * it by force after its flush (without peer error handling nothing is listed, and UCX refuses a forced
+     * close anyway). Lock holder.
+     */
+    public boolean receiveMayBeListedOnOwnEndpoint() {
+        return receiveMayBeListed(peerErrorHandling);
+    }
+
+    /**
+     * Whether UCX holds a receive that it may list on any endpoint of this worker: its own with peer error
+     * handling, and, once its address was handed out, those UCX made for peers that connected to it, which
+     * may have asked for peer error handling on them (whether one did, UCX does not say). For
+     * {@link #destroy()}, which meets every endpoint. Lock holder.
+     */
+    private boolean receiveMayBeListedOnAnyEndpoint() {
+        return receiveMayBeListed(peerErrorHandling || addressExported);
+    }
+
+    /**
+     * Whether UCX holds a receive that may have matched a rendezvous message
+     * ({@link OperationTable#receivesHeldByUcx}), when the endpoints that concern the caller may use
+     * indirect request ids. Such a receive's ready-to-receive request is listed on the sender's endpoint
+     * ({@code proto_reqs}, {@code ucp_send_request_id_alloc}) until the peer's data arrives, but only on an
+     * endpoint with indirect ids, which UCX gives to endpoints with peer error handling
+     * ({@code ucp_ep_shall_use_indirect_id}); with direct ids nothing is listed. Destroying an endpoint that
+     * still lists one aborts UCX builds with assertions ({@code ucp_ep_destroy_base}, ucp_ep.c:437 in
+     * 1.13.1). Which receive matched which peer UCX does not say, so any held receive counts. Lock holder.
+     *
+     * @param indirectIds whether an endpoint that concerns the caller may use indirect request ids
+     */
+    private boolean receiveMayBeListed(boolean indirectIds) {
+        return indirectIds && operations.receivesHeldByUcx();
     }
 
     /**
