@@ -131,9 +131,11 @@ public final class UcxEndpoint implements AutoCloseable {
 
     /**
      * Blocking twin of {@link #tagSendAsync(MemorySegment, long)}: returns when the buffer may be reused.
-     * On a {@link ProgressMode#CALLER} worker the calling thread submits the send and progresses the
-     * worker until UCX is done with it, with no future (and no UCX callback) in between: the cheapest
-     * way ucx4j sends one message. Interrupted there, it waits (up to 2 s) for UCX to finish with the
+     * There is no future (and no UCX callback) in between: the cheapest way ucx4j sends one message. On a
+     * {@link ProgressMode#CALLER} worker the calling thread submits the send and progresses the worker
+     * until UCX is done with it; on a threaded worker the progress thread submits it (or this thread, when
+     * the progress thread is asleep) and finds it done, while this thread spins, then parks. Interrupted,
+     * it waits (up to 2 s) for UCX to finish with the
      * buffer, then returns as usual with the interrupt flag set. If UCX still holds the send after those
      * 2 s, the call throws a {@link UcxException} of status {@code UCS_INPROGRESS}: the send goes on, may
      * still be delivered, and reads {@code buffer} until it ends (sending again risks a duplicate).
@@ -146,16 +148,12 @@ public final class UcxEndpoint implements AutoCloseable {
      *     {@code UCS_INPROGRESS} as above
      */
     public void tagSend(MemorySegment buffer, long tag) {
-        if (rt.engine.callerDriven()) {
-            tagSendPolled(buffer, null, tag);
-        } else {
-            rt.engine.call(() -> tagSendAsync(buffer, tag), "tagSend");
-        }
+        tagSendPolled(buffer, null, tag);
     }
 
     /**
      * Blocking twin of {@link #tagSendAsync(MemorySegment, MemoryKind, long)}, with what
-     * {@link #tagSend(MemorySegment, long)} says about caller-driven workers.
+     * {@link #tagSend(MemorySegment, long)} says about how it waits.
      *
      * @param buffer the payload, native memory of kind {@code kind}
      * @param kind what memory {@code buffer} is (the declaration must be true)
@@ -166,14 +164,10 @@ public final class UcxEndpoint implements AutoCloseable {
      */
     public void tagSend(MemorySegment buffer, MemoryKind kind, long tag) {
         Buffers.requireDeclarable(buffer, kind);
-        if (rt.engine.callerDriven()) {
-            tagSendPolled(buffer, kind, tag);
-        } else {
-            rt.engine.call(() -> startTagSend(buffer, kind, tag), "tagSend");
-        }
+        tagSendPolled(buffer, kind, tag);
     }
 
-    /** A caller-driven worker's blocking tag send: a polled operation, no future (NativeWorker#runPolled). */
+    /** A blocking tag send: a polled operation, no future (NativeWorker#runPolled). */
     private void tagSendPolled(MemorySegment buffer, MemoryKind kind, long tag) {
         rt.engine.checkMayBlock("tagSend");
         lifecycle.ensureOpen();

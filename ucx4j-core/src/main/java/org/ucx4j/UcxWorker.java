@@ -473,7 +473,7 @@ public final class UcxWorker implements AutoCloseable {
 
     /**
      * Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long, UcxEndpoint)}, with what
-     * {@link #tagRecv(MemorySegment, long, long)} says about caller-driven workers.
+     * {@link #tagRecv(MemorySegment, long, long)} says about how it waits.
      *
      * @param buffer where to receive
      * @param tag the tag to match
@@ -487,15 +487,12 @@ public final class UcxWorker implements AutoCloseable {
      *     buffer)
      */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask, UcxEndpoint boundTo) {
-        if (rt.engine.callerDriven()) {
-            return tagRecvPolled(boundTo, buffer, null, tag, mask);
-        }
-        return rt.engine.call(() -> tagRecvAsync(buffer, tag, mask, boundTo), "tagRecv");
+        return tagRecvPolled(boundTo, buffer, null, tag, mask);
     }
 
     /**
      * Blocking twin of {@link #tagRecvAsync(MemorySegment, MemoryKind, long, long, UcxEndpoint)}, with what
-     * {@link #tagRecv(MemorySegment, long, long)} says about caller-driven workers.
+     * {@link #tagRecv(MemorySegment, long, long)} says about how it waits.
      *
      * @param buffer where to receive, native memory of kind {@code kind}
      * @param kind what memory {@code buffer} is (the declaration must be true)
@@ -511,17 +508,16 @@ public final class UcxWorker implements AutoCloseable {
      */
     public TagInfo tagRecv(MemorySegment buffer, MemoryKind kind, long tag, long mask, UcxEndpoint boundTo) {
         Buffers.requireDeclarable(buffer, kind);
-        if (rt.engine.callerDriven()) {
-            return tagRecvPolled(boundTo, buffer, kind, tag, mask);
-        }
-        return rt.engine.call(() -> tagRecvAsync(buffer, kind, tag, mask, boundTo), "tagRecv");
+        return tagRecvPolled(boundTo, buffer, kind, tag, mask);
     }
 
     /**
      * Blocking twin of {@link #tagRecvAsync(MemorySegment, long, long)}: returns once a message arrived in
-     * {@code buffer}. On a {@link ProgressMode#CALLER} worker the calling thread submits the receive and
-     * progresses the worker until UCX completes it, with no future (and no UCX callback) in between: the
-     * cheapest way ucx4j receives one message. Interrupted there, it asks UCX to cancel the receive and
+     * {@code buffer}. There is no future (and no UCX callback) in between: the cheapest way ucx4j receives
+     * one message. On a {@link ProgressMode#CALLER} worker the calling thread submits the receive and
+     * progresses the worker until UCX completes it; on a threaded worker the progress thread submits it
+     * (or this thread, when the progress thread is asleep) and finds it done, while this thread spins,
+     * then parks. Interrupted, it asks UCX to cancel the receive and
      * waits (up to 2 s) for UCX to let go of the buffer: a receive that had not matched a message throws
      * {@link UcxCanceledException}, one that had returns the message; the interrupt flag stays set. If UCX
      * still holds the receive after those 2 s (a matched message whose sender stalls), the call throws a
@@ -538,14 +534,11 @@ public final class UcxWorker implements AutoCloseable {
      *     meanwhile; status {@code UCS_INPROGRESS} as above
      */
     public TagInfo tagRecv(MemorySegment buffer, long tag, long mask) {
-        if (rt.engine.callerDriven()) {
-            return tagRecvPolled(null, buffer, null, tag, mask);
-        }
-        return rt.engine.call(() -> tagRecvAsync(buffer, tag, mask), "tagRecv");
+        return tagRecvPolled(null, buffer, null, tag, mask);
     }
 
     /**
-     * A caller-driven worker's blocking tag receive: a polled operation, no future (NativeWorker#runPolled).
+     * A blocking tag receive: a polled operation, no future (NativeWorker#runPolled).
      * Refused inside a callback, then on a closed worker or binding, before any staging is made.
      */
     private TagInfo tagRecvPolled(UcxEndpoint ep, MemorySegment buffer, MemoryKind kind, long tag, long mask) {

@@ -12,37 +12,39 @@ import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.ucx4j.testing.Loopback;
 import org.ucx4j.testsupport.Requirements;
 
 /**
- * The blocking tag calls of a caller-driven worker run without a future or a UCX callback (the calling
- * thread polls the request): they must move the same bytes as the async calls, report every failure the
- * async calls report, leave nothing in the worker's table, and stay safe when interrupted, when their
- * endpoint closes, and when called from inside a callback.
+ * The blocking tag calls run without a future or a UCX callback (a round polls the request: the calling
+ * thread's own on a caller-driven worker, the progress thread's on a threaded one, while the caller spins
+ * and then parks): they must move the same bytes as the async calls, report every failure the async calls
+ * report, leave nothing in the worker's table, and stay safe when interrupted, when their endpoint closes,
+ * and when called from inside a callback. Each test runs with the client in each progress mode.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 @Tag("native")
 class PolledBlockingCallsTest {
     private static final long WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
 
-    /** A thread-blocking server and a caller-driven client, connected; closed with the context. */
+    /** A thread-blocking server and a client in {@code mode}, connected; closed with the context. */
     private record Workers(UcxContext ctx, UcxWorker server, UcxWorker client, Loopback pair) implements AutoCloseable {
-        static Workers open() throws Exception {
+        static Workers open(ProgressMode mode) throws Exception {
             Requirements.assumeUcx();
             UcxContext ctx = UcxContext.create();
             try {
                 UcxWorker server = ctx.newWorker();
-                UcxWorker client = ctx.newWorker(WorkerOptions.builder()
-                        .progressMode(ProgressMode.CALLER)
-                        .build());
+                UcxWorker client =
+                        ctx.newWorker(WorkerOptions.builder().progressMode(mode).build());
                 return new Workers(ctx, server, client, Loopback.connect(server, client));
             } catch (Exception | Error e) {
                 ctx.close();
@@ -56,9 +58,10 @@ class PolledBlockingCallsTest {
         }
     }
 
-    @Test
-    void blockingCallsMoveNativeHeapAndDeclaredBuffersOfEverySize() throws Exception {
-        try (Workers w = Workers.open();
+    @ParameterizedTest
+    @EnumSource(ProgressMode.class)
+    void blockingCallsMoveNativeHeapAndDeclaredBuffersOfEverySize(ProgressMode mode) throws Exception {
+        try (Workers w = Workers.open(mode);
                 Arena arena = Arena.ofShared()) {
             UcxWorker server = w.server();
             UcxWorker client = w.client();
@@ -99,9 +102,10 @@ class PolledBlockingCallsTest {
         }
     }
 
-    @Test
-    void aLongerMessageFailsTheBlockingReceiveAndTheWorkerGoesOn() throws Exception {
-        try (Workers w = Workers.open()) {
+    @ParameterizedTest
+    @EnumSource(ProgressMode.class)
+    void aLongerMessageFailsTheBlockingReceiveAndTheWorkerGoesOn(ProgressMode mode) throws Exception {
+        try (Workers w = Workers.open(mode)) {
             UcxWorker server = w.server();
             UcxWorker client = w.client();
             Loopback pair = w.pair();
@@ -123,9 +127,10 @@ class PolledBlockingCallsTest {
         }
     }
 
-    @Test
-    void anInterruptedBlockingReceiveIsCanceledAndTakesNoLaterMessage() throws Exception {
-        try (Workers w = Workers.open()) {
+    @ParameterizedTest
+    @EnumSource(ProgressMode.class)
+    void anInterruptedBlockingReceiveIsCanceledAndTakesNoLaterMessage(ProgressMode mode) throws Exception {
+        try (Workers w = Workers.open(mode)) {
             UcxWorker server = w.server();
             UcxWorker client = w.client();
             Loopback pair = w.pair();
@@ -155,16 +160,17 @@ class PolledBlockingCallsTest {
      * sender go on. (Reviews found both: the first version reported a matched receive as canceled and lost
      * its message; the next one let a second interrupt cut the wait short, with the same loss.)
      */
-    @Test
-    void anInterruptedBlockingReceiveNeverLosesTheMessage() throws Exception {
+    @ParameterizedTest
+    @EnumSource(ProgressMode.class)
+    void anInterruptedBlockingReceiveNeverLosesTheMessage(ProgressMode mode) throws Exception {
         Requirements.assumeUcx();
         try (UcxContext ctx =
                         UcxContext.builder().option("RNDV_SCHEME", "put_zcopy").build();
                 Arena arena = Arena.ofShared()) {
-            WorkerOptions caller =
-                    WorkerOptions.builder().progressMode(ProgressMode.CALLER).build();
-            UcxWorker server = ctx.newWorker(caller);
-            UcxWorker client = ctx.newWorker(caller);
+            UcxWorker server = ctx.newWorker(
+                    WorkerOptions.builder().progressMode(ProgressMode.CALLER).build());
+            UcxWorker client =
+                    ctx.newWorker(WorkerOptions.builder().progressMode(mode).build());
             AtomicBoolean running = new AtomicBoolean(true);
             AtomicBoolean pumping = new AtomicBoolean(true);
             Thread pump = Thread.ofPlatform().start(() -> {
@@ -224,9 +230,10 @@ class PolledBlockingCallsTest {
         }
     }
 
-    @Test
-    void aBlockingReceiveBoundToAnEndpointEndsWhenTheEndpointCloses() throws Exception {
-        try (Workers w = Workers.open()) {
+    @ParameterizedTest
+    @EnumSource(ProgressMode.class)
+    void aBlockingReceiveBoundToAnEndpointEndsWhenTheEndpointCloses(ProgressMode mode) throws Exception {
+        try (Workers w = Workers.open(mode)) {
             UcxWorker server = w.server();
             UcxWorker client = w.client();
             Loopback pair = w.pair();
@@ -234,7 +241,8 @@ class PolledBlockingCallsTest {
             CompletableFuture<TagInfo> blocked =
                     CompletableFuture.supplyAsync(() -> client.tagRecv(new byte[8], 11, -1L, ep));
             awaitTrue(() -> client.pendingOperations() == 1, "the blocking receive is posted");
-            // The close is queued; the blocked thread's own progress runs it and ends the receive.
+            // The close is queued; whoever progresses the client (the blocked thread, or the progress thread)
+            // runs it and ends the receive.
             UcxFuture<Void> closed = ep.closeAsync(CloseMode.FORCE);
             ExecutionException e = assertThrows(ExecutionException.class, () -> blocked.get(30, TimeUnit.SECONDS));
             assertInstanceOf(UcxException.class, e.getCause(), "the receive fails with the close: " + e.getCause());
@@ -246,16 +254,17 @@ class PolledBlockingCallsTest {
         }
     }
 
-    @Test
-    void aBlockingCallFromInsideACallbackIsRefusedAndLeavesNothing() throws Exception {
-        try (Workers w = Workers.open()) {
+    @ParameterizedTest
+    @EnumSource(ProgressMode.class)
+    void aBlockingCallFromInsideACallbackIsRefusedAndLeavesNothing(ProgressMode mode) throws Exception {
+        try (Workers w = Workers.open(mode)) {
             UcxWorker server = w.server();
             UcxWorker client = w.client();
             Loopback pair = w.pair();
             UcxEndpoint ep = pair.client();
             AtomicReference<Throwable> send = new AtomicReference<>();
             AtomicReference<Throwable> recv = new AtomicReference<>();
-            // A continuation of a caller-mode future runs on the thread that progresses, with the lock held.
+            // A continuation of the client's future runs on the thread that progresses it, with the lock held.
             UcxFuture<TagInfo> got = client.tagRecvAsync(new byte[8], 5, -1L);
             CompletableFuture<Void> inside = got.thenRun(() -> {
                 send.set(catching(() -> ep.tagSend(new byte[16], 6)));
@@ -274,9 +283,10 @@ class PolledBlockingCallsTest {
         }
     }
 
-    @Test
-    void blockingCallsOfSeveralThreadsOnOneCallerWorkerAllComplete() throws Exception {
-        try (Workers w = Workers.open()) {
+    @ParameterizedTest
+    @EnumSource(ProgressMode.class)
+    void blockingCallsOfSeveralThreadsOnOneWorkerAllComplete(ProgressMode mode) throws Exception {
+        try (Workers w = Workers.open(mode)) {
             UcxWorker server = w.server();
             UcxWorker client = w.client();
             Loopback pair = w.pair();
@@ -284,37 +294,45 @@ class PolledBlockingCallsTest {
             UcxEndpoint back = pair.server();
             int threads = 4;
             int rounds = 500;
+            // All eight tasks in a pool of one thread: each blocking call must let the pool add a thread
+            // while it waits (as CompletableFuture.get() does), or the first echo starves the others.
+            ForkJoinPool pool = new ForkJoinPool(1);
             // The server echoes every message of tag t back with tag t + 100.
             CompletableFuture<?>[] echoes = new CompletableFuture<?>[threads];
             for (int t = 0; t < threads; t++) {
                 long tag = t;
-                echoes[t] = CompletableFuture.runAsync(() -> {
-                    byte[] buf = new byte[32];
-                    for (int i = 0; i < rounds; i++) {
-                        server.tagRecv(buf, tag, -1L);
-                        back.tagSend(buf, tag + 100);
-                    }
-                });
+                echoes[t] = CompletableFuture.runAsync(
+                        () -> {
+                            byte[] buf = new byte[32];
+                            for (int i = 0; i < rounds; i++) {
+                                server.tagRecv(buf, tag, -1L);
+                                back.tagSend(buf, tag + 100);
+                            }
+                        },
+                        pool);
             }
             CompletableFuture<?>[] clients = new CompletableFuture<?>[threads];
             for (int t = 0; t < threads; t++) {
                 long tag = t;
-                clients[t] = CompletableFuture.runAsync(() -> {
-                    byte[] out = new byte[32];
-                    byte[] in = new byte[32];
-                    for (int i = 0; i < rounds; i++) {
-                        Arrays.fill(out, (byte) (tag * 31 + i));
-                        ep.tagSend(out, tag);
-                        client.tagRecv(in, tag + 100, -1L);
-                        if (!Arrays.equals(out, in)) {
-                            throw new AssertionError("thread " + tag + ", round " + i + ": wrong echo");
-                        }
-                    }
-                });
+                clients[t] = CompletableFuture.runAsync(
+                        () -> {
+                            byte[] out = new byte[32];
+                            byte[] in = new byte[32];
+                            for (int i = 0; i < rounds; i++) {
+                                Arrays.fill(out, (byte) (tag * 31 + i));
+                                ep.tagSend(out, tag);
+                                client.tagRecv(in, tag + 100, -1L);
+                                if (!Arrays.equals(out, in)) {
+                                    throw new AssertionError("thread " + tag + ", round " + i + ": wrong echo");
+                                }
+                            }
+                        },
+                        pool);
             }
             CompletableFuture.allOf(clients).get(90, TimeUnit.SECONDS);
             CompletableFuture.allOf(echoes).get(30, TimeUnit.SECONDS);
             assertEquals(0, client.pendingOperations());
+            pool.shutdown();
         }
     }
 

@@ -156,11 +156,11 @@ final class BenchClient {
         MemorySegment recv = memory.allocate(arena, run.size());
         long[] samples = new long[Math.toIntExact(run.iterations())];
         long total = run.total();
-        // Tag messages on a caller-driven worker: its blocking calls, as ucx_perftest does; the others (and
-        // every path with a progress thread) keep the receive posted before the send.
-        boolean sendThenReceive = worker.progressMode() == ProgressMode.CALLER
-                && t.path() != null
-                && t.path().hasBlockingCalls();
+        // Tag messages: the blocking calls, a send then a receive, as ucx_perftest does (they run without a
+        // future in every progress mode: UcxWorker#tagRecv); the other paths keep the receive posted before
+        // the send. On a threaded worker the blocking pair beat the futures (receive first) by 0.92x on an
+        // H200 (docs/BENCHMARKS.md, "Blocking tag calls without a future on threaded workers").
+        boolean sendThenReceive = t.path() != null && t.path().hasBlockingCalls();
         for (long i = 0; i < total; i++) {
             boolean verify = i == 0 || i == total - 1;
             if (verify) {

@@ -1,10 +1,14 @@
 package org.ucx4j.internal.worker;
 
+import java.util.concurrent.locks.LockSupport;
+
 /**
- * An operation without a future, for a blocking call of a caller-driven worker: UCX gets no callback for
- * it, the round that finds its request done completes it ({@link OperationTable#pollRequests}), and the
- * thread that started it reads the outcome here ({@link ProgressEngine#runPolled}). A class of its own so
- * that the async operations, one or two per message, carry none of these fields.
+ * An operation without a future, for a blocking call: UCX gets no callback for it, the round that finds
+ * its request done completes it ({@link OperationTable#pollRequests}), and the thread that started it
+ * reads the outcome here ({@link ProgressEngine#runPolled}). On a caller-driven worker that thread runs
+ * the rounds itself; on a threaded one the progress thread does, and the waiting thread spins on
+ * {@link #isDone()} and then parks, to be unparked by the completion ({@link #waitFor}). A class of its
+ * own so that the async operations, one or two per message, carry none of these fields.
  *
  * <p>Threading: completed by the worker's lock holder; {@link #isDone()}, {@link #value()} and
  * {@link #error()} may be read by any thread, the last two once {@code isDone()} is true (they are written
@@ -14,6 +18,8 @@ public final class PolledOperation extends Operation {
     private volatile boolean done;
     private Object value;
     private Throwable error;
+    /** The thread parked for it, or null: unparked once it is done. */
+    private volatile Thread waiter;
 
     /**
      * Creates a polled operation; nothing is submitted yet.
@@ -38,7 +44,7 @@ public final class PolledOperation extends Operation {
             return false;
         }
         this.value = value;
-        done = true;
+        done();
         return true;
     }
 
@@ -48,8 +54,28 @@ public final class PolledOperation extends Operation {
             return false;
         }
         this.error = error;
-        done = true;
+        done();
         return true;
+    }
+
+    /** Marks it done, then wakes a thread parked for it (done is written before the waiter is read). */
+    private void done() {
+        done = true;
+        Thread w = waiter;
+        if (w != null) {
+            LockSupport.unpark(w);
+        }
+    }
+
+    /**
+     * Names the thread about to park until this operation is done (null once it stopped waiting). The
+     * thread sets it, then reads {@link #isDone()} before each park; the completion sets done, then reads
+     * this: one of them sees the other's write, so no wake-up is lost.
+     *
+     * @param thread the waiting thread, or null
+     */
+    void waitFor(Thread thread) {
+        waiter = thread;
     }
 
     @Override

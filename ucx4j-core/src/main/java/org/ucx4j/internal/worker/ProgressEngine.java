@@ -4,9 +4,11 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntSupplier;
@@ -608,16 +610,27 @@ public final class ProgressEngine {
      */
     private void spinWait(CompletableFuture<?> f) {
         wakeIfArmed();
+        spinUntilDone(f);
+    }
+
+    /**
+     * Spins for up to the spin budget until {@code waited} (a future or a {@link PolledOperation}) is done,
+     * and tells the budget whether it caught it.
+     *
+     * @return whether it is done
+     */
+    private boolean spinUntilDone(Object waited) {
         long until = System.nanoTime() + spin.budgetNanos();
         int steps = 0;
-        while (!f.isDone() && ((++steps & (CLOCK_EVERY - 1)) != 0 || System.nanoTime() < until)) {
+        while (!isDone(waited) && ((++steps & (CLOCK_EVERY - 1)) != 0 || System.nanoTime() < until)) {
             AdaptiveSpin.pause(steps);
         }
-        if (f.isDone()) {
+        if (isDone(waited)) {
             spin.caught();
-        } else {
-            spin.missed();
+            return true;
         }
+        spin.missed();
+        return false;
     }
 
     // ---------------------------------------------------------------- blocking waits
@@ -713,14 +726,21 @@ public final class ProgressEngine {
     }
 
     /**
-     * A blocking call of a caller-driven worker, made without a future, a UCX callback or an upcall: takes
-     * the lock, runs what other threads queued before (submission order holds), submits {@code op} (its
-     * submission set: {@link Operation#run()}) and runs one round; then
-     * progresses as {@link #await} does until the round that finds its request done completes it. The
-     * calling thread reads the outcome from {@code op}: this returns when it succeeded and throws what
-     * it failed with otherwise.
+     * A blocking call made without a future, a UCX callback or an upcall. The calling thread reads the
+     * outcome from {@code op}: this returns when it succeeded and throws what it failed with otherwise.
+     * <ul>
+     *   <li>Caller-driven worker: takes the lock, runs what other threads queued before (submission order
+     *       holds), submits {@code op} (its submission set: {@link Operation#run()}) and runs one round;
+     *       then progresses as {@link #await} does until the round that finds its request done completes
+     *       it.
+     *   <li>Threaded worker: submits {@code op} as any submission ({@link #execute}: at once when the lock
+     *       is free and nothing is queued, else through the queue, the operation its own node), and waits
+     *       for the progress thread's round that finds its request done: a spin on the operation's flag
+     *       for up to the spin time, then a park that the completion ends. No user code runs on the calling
+     *       thread, and nothing is completed there but {@code op}: the threading contract holds.
+     * </ul>
      *
-     * <p>An interrupt asks UCX to cancel {@code op} and goes on progressing until UCX lets go of it (up to
+     * <p>An interrupt asks UCX to cancel {@code op} and goes on waiting until UCX lets go of it (up to
      * {@link #INTERRUPTED_CANCEL_WAIT_NANOS}): a receive that had not matched fails with
      * {@link UcxCanceledException}; one that had matched, or a send, completes as usual (returns or fails
      * with UCX's status), with the thread's interrupt flag set again either way (further interrupts during
@@ -739,8 +759,17 @@ public final class ProgressEngine {
      * @throws UcxException of status {@code UCS_INPROGRESS} when interrupted and UCX held on (above)
      */
     public void runPolled(PolledOperation op, String what) {
+        boolean caller = mode == ProgressMode.CALLER;
         if (lock.isHeldByCurrentThread()) {
             op.refuse(mayNotBlock(what));
+        } else if (!caller) {
+            try {
+                execute(op);
+            } catch (IllegalStateException closed) {
+                if (!op.isDone()) {
+                    op.refuse(closed);
+                }
+            }
         } else {
             lockForRound();
             try {
@@ -762,8 +791,10 @@ public final class ProgressEngine {
         boolean interrupted = false;
         try {
             if (!op.isDone()) {
-                wakeIfArmed(); // a thread asleep on the fd may wait for what this call's progress finishes
-                progressUntil(op, Long.MAX_VALUE);
+                if (caller) {
+                    wakeIfArmed(); // a thread asleep on the fd may wait for what this call's progress finishes
+                }
+                waitPolled(op, Long.MAX_VALUE);
                 if (!op.isDone() && !destroyed) {
                     // Interrupted. UCX cancels a receive that has not matched; one that has, and a send, run
                     // on into the caller's buffer: this call waits for UCX to let go (a while at most), so
@@ -773,7 +804,7 @@ public final class ProgressEngine {
                     op.cancel(new UcxCanceledException(what, "interrupted while waiting"));
                     long deadline = System.nanoTime() + INTERRUPTED_CANCEL_WAIT_NANOS;
                     while (!op.isDone() && !destroyed && System.nanoTime() - deadline < 0) {
-                        progressUntil(op, deadline);
+                        waitPolled(op, deadline);
                         interrupted |= Thread.interrupted();
                     }
                 }
@@ -803,6 +834,51 @@ public final class ProgressEngine {
         Throwable error = op.error();
         if (error != null) {
             throw NativeCalls.unchecked(error);
+        }
+    }
+
+    /** The longest park of a thread waiting for a polled operation before it looks at the worker again. */
+    private static final long POLLED_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
+    /**
+     * Waits until {@code op} is done, the deadline passes, the thread is interrupted or the worker is being
+     * destroyed. Caller-driven: progresses the worker ({@link #progressUntil}). Threaded: spins on the
+     * operation's flag for up to the spin time, then parks; the completion unparks it
+     * ({@link PolledOperation#waitFor}).
+     */
+    private void waitPolled(PolledOperation op, long deadlineNanos) {
+        if (mode == ProgressMode.CALLER) {
+            progressUntil(op, deadlineNanos);
+            return;
+        }
+        if (spinUntilDone(op)) {
+            return;
+        }
+        op.waitFor(Thread.currentThread());
+        try {
+            // Through managedBlock: a ForkJoinPool worker that blocks here gets a spare thread in its pool,
+            // as it would in CompletableFuture.get() (tasks of one pool that wait for each other's messages
+            // must not starve it).
+            ForkJoinPool.managedBlock(new ForkJoinPool.ManagedBlocker() {
+                @Override
+                public boolean block() {
+                    if (!isReleasable()) {
+                        long left =
+                                deadlineNanos == Long.MAX_VALUE ? POLLED_PARK_NANOS : deadlineNanos - System.nanoTime();
+                        LockSupport.parkNanos(ProgressEngine.this, Math.min(left, POLLED_PARK_NANOS));
+                    }
+                    return isReleasable();
+                }
+
+                @Override
+                public boolean isReleasable() {
+                    return op.isDone() || destroyed || givesUp(deadlineNanos);
+                }
+            });
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // block() does not throw it; kept as a flag all the same
+        } finally {
+            op.waitFor(null);
         }
     }
 
