@@ -56,12 +56,12 @@ final class UcxComm extends AbstractComm {
     /** Where control records from the peer arrive (one receive always posted). */
     private final MemorySegment controlBuffer;
     /**
-     * Native buffers for the control records this side sends, free for the next one (guarded by itself):
-     * sent from there as declared host memory. A record from a {@code byte[]} was staged into malloc'd
-     * memory and its memory type detected by UCX on every send, which on a machine with CUDA can cost
-     * microseconds on the progress thread, once every {@link #GRANT_BATCH} messages.
+     * Native buffers for the control records this side sends, sent from there as declared host memory. A
+     * record from a {@code byte[]} was staged into malloc'd memory and its memory type detected by UCX on
+     * every send, which on a machine with CUDA can cost microseconds on the progress thread, once every
+     * {@link #GRANT_BATCH} messages.
      */
-    private final ArrayDeque<MemorySegment> controlOut = new ArrayDeque<>();
+    private final SendBuffers controlOut;
     /** How many control records may be in flight from {@link #controlOut}; more go from the heap. */
     static final int CONTROL_BUFFERS = 4;
 
@@ -111,10 +111,8 @@ final class UcxComm extends AbstractComm {
         this.runtime = runtime;
         this.headerBuffer = headerArena.allocate(INLINE_LIMIT, 64);
         this.controlBuffer = headerArena.allocate(WireFormat.CONTROL_BYTES, 8);
-        MemorySegment out = headerArena.allocate((long) CONTROL_BUFFERS * WireFormat.CONTROL_BYTES, 64);
-        for (int i = 0; i < CONTROL_BUFFERS; i++) {
-            controlOut.add(out.asSlice((long) i * WireFormat.CONTROL_BYTES, WireFormat.CONTROL_BYTES));
-        }
+        this.controlOut = new SendBuffers(headerArena, WireFormat.CONTROL_BYTES, CONTROL_BUFFERS);
+        this.inlineBuffers = new SendBuffers(headerArena, INLINE_LIMIT, INLINE_BUFFERS);
         runtime.watchFrames(myTag, this::strayFrame);
         postControl();
         postHeader();
@@ -770,10 +768,7 @@ final class UcxComm extends AbstractComm {
         if (c == null) {
             return;
         }
-        MemorySegment b;
-        synchronized (controlOut) {
-            b = controlOut.pollFirst();
-        }
+        MemorySegment b = controlOut.take();
         try {
             if (b == null) { // all in flight: from the heap, which the endpoint stages
                 byte[] rec = new byte[WireFormat.CONTROL_BYTES];
@@ -783,19 +778,11 @@ final class UcxComm extends AbstractComm {
             }
             WireFormat.writeControl(b, c.granted(), c.framesUpTo());
             endpoint.tagSendAsync(b, MemoryKind.HOST, peerTag | UcxRuntime.CONTROL)
-                    .whenComplete((v, err) -> giveBackControlBuffer(b));
+                    .whenComplete((v, err) -> controlOut.giveBack(b));
         } catch (RuntimeException e) {
             // Closed meanwhile (the endpoint, or the buffers' arena with it): the comm is ending, nothing
             // more to grant. The buffer is not sent: free again.
-            giveBackControlBuffer(b);
-        }
-    }
-
-    private void giveBackControlBuffer(MemorySegment b) {
-        if (b != null) {
-            synchronized (controlOut) {
-                controlOut.addFirst(b);
-            }
+            controlOut.giveBack(b);
         }
     }
 
@@ -865,36 +852,10 @@ final class UcxComm extends AbstractComm {
     /** The close marker, once asked for while messages still waited for credit (sendLock). */
     private CompletableFuture<Void> closeMarker;
 
-    /** Native buffers for inline messages, {@link #INLINE_LIMIT} bytes each, free for the next one (guarded by itself). */
-    private final ArrayDeque<MemorySegment> inlineBuffers = new ArrayDeque<>();
-    /** Buffers made so far (guarded by {@link #inlineBuffers}). */
-    private int inlineBuffersMade;
+    /** Native buffers for inline messages, {@link #INLINE_LIMIT} bytes each. */
+    private final SendBuffers inlineBuffers;
     /** The most inline buffers a comm makes; an inline message beyond them (a burst of writes) is built on the heap. */
     static final int INLINE_BUFFERS = 4;
-
-    /** A free inline buffer, made on first need; null when all are in flight or the comm is finished. */
-    private MemorySegment takeInlineBuffer() {
-        synchronized (inlineBuffers) {
-            MemorySegment b = inlineBuffers.pollFirst();
-            if (b != null || inlineBuffersMade >= INLINE_BUFFERS || finished) {
-                return b;
-            }
-            inlineBuffersMade++;
-        }
-        try {
-            return headerArena.allocate(INLINE_LIMIT, 64);
-        } catch (IllegalStateException closed) { // finished meanwhile: the send fails as closed
-            return null;
-        }
-    }
-
-    private void giveBackInlineBuffer(MemorySegment b) {
-        if (b != null) {
-            synchronized (inlineBuffers) {
-                inlineBuffers.addFirst(b);
-            }
-        }
-    }
 
     @Override
     protected CompletableFuture<Void> send(Message message, boolean callerWaits) {
@@ -914,7 +875,7 @@ final class UcxComm extends AbstractComm {
         long headBytes = tableApart ? WireFormat.HEADER_BYTES : inline ? tableEnd + payload : tableEnd;
         // An inline message is built in one of the comm's native buffers, sent from there as host memory;
         // otherwise (or when they are all in flight) in heap memory, which the endpoint stages itself.
-        MemorySegment pooled = inline ? takeInlineBuffer() : null;
+        MemorySegment pooled = inline ? inlineBuffers.take() : null;
         MemorySegment hs =
                 pooled != null ? pooled.asSlice(0, headBytes) : MemorySegment.ofArray(new byte[(int) headBytes]);
         WireFormat.writeHeader(hs, 0, WireFormat.TYPE_MESSAGE, flags, n);
@@ -986,7 +947,7 @@ final class UcxComm extends AbstractComm {
      * peer's close, or ours canceled the send) the writer learns why it closed.
      */
     private void finish(Outgoing o, Throwable err) {
-        giveBackInlineBuffer(o.pooled);
+        inlineBuffers.giveBack(o.pooled);
         sent();
         if (err == null) {
             o.result.complete(null);
@@ -1415,25 +1376,21 @@ final class UcxComm extends AbstractComm {
         // The header buffer may be the target of a receive, and an inline buffer the source of a send,
         // until the endpoint is closed.
         CommTimers.elsewhere(() -> {
+            inlineBuffers.stop();
+            controlOut.stop();
             if (freeBuffers) {
                 headerArena.close();
             } else {
                 LOG.warn(
                         "{}: UCX did not finish closing the endpoint; its {} header and inline buffers are kept",
                         this,
-                        INLINE_LIMIT * (1 + inlineBuffersMade()) + (1 + CONTROL_BUFFERS) * WireFormat.CONTROL_BYTES);
+                        INLINE_LIMIT + WireFormat.CONTROL_BYTES + inlineBuffers.bytesMade() + controlOut.bytesMade());
             }
             runtime.releaseTag(myTag);
             runtime.notLingering(this);
             runtime.release();
             finished = true;
         });
-    }
-
-    private int inlineBuffersMade() {
-        synchronized (inlineBuffers) {
-            return inlineBuffersMade;
-        }
     }
 
     long myTag() {
