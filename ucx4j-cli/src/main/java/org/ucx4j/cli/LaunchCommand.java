@@ -3,13 +3,16 @@ package org.ucx4j.cli;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import org.ucx4j.ConfigKey;
 import org.ucx4j.UcxConfigException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
@@ -38,6 +41,22 @@ final class LaunchCommand implements Callable<Integer> {
     @Parameters(arity = "1..*", paramLabel = "-- <java arguments>", description = "The worker's command line.")
     private List<String> javaArgs = new ArrayList<>();
 
+    @Option(
+            names = "--collective-timeout",
+            paramLabel = "DURATION",
+            description = "How long a collective (Cluster.allGather, exchange, barrier, mesh) may wait for its last "
+                    + "workers, counted from the first that joined it (10m, 90s); then every worker's collective fails "
+                    + "naming the ranks that never came. Default: no limit (the launcher names them every so often).")
+    private String collectiveTimeout;
+
+    /** {@code --collective-timeout}'s values: 0 (no limit) up to a year. */
+    private static final ConfigKey<Duration> COLLECTIVE_TIMEOUT = ConfigKey.duration(
+            "collective-timeout",
+            Duration.ZERO,
+            Duration.ZERO,
+            Duration.ofDays(365),
+            "how long a collective round may wait for its last workers");
+
     @CommandLine.Spec
     private CommandLine.Model.CommandSpec spec;
 
@@ -52,6 +71,13 @@ final class LaunchCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
+        Duration roundTimeout;
+        try {
+            roundTimeout = collectiveTimeout == null ? Duration.ZERO : COLLECTIVE_TIMEOUT.parse(collectiveTimeout);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(
+                    spec.commandLine(), "--collective-timeout " + collectiveTimeout + ": " + e.getMessage());
+        }
         InetAddress bind;
         try {
             bind = options.rendezvousHost == null
@@ -61,7 +87,8 @@ final class LaunchCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(
                     spec.commandLine(), "--rendezvous-host " + options.rendezvousHost + ": unknown host");
         }
-        return new LaunchSession(planned.workers(), workerCommand(javaArgs), bind, System.out, System.err).run();
+        return new LaunchSession(planned.workers(), workerCommand(javaArgs), bind, roundTimeout, System.out, System.err)
+                .run();
     }
 
     /**

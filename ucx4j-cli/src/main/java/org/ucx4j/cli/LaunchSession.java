@@ -11,6 +11,7 @@ import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -45,6 +46,9 @@ final class LaunchSession {
     private final List<WorkerPlan> plans;
     private final List<String> command;
     private final InetAddress rendezvousBind;
+    /** How long a collective round may wait for its last workers; zero: for ever. */
+    private final Duration collectiveTimeout;
+
     private final PrintStream out;
     private final PrintStream err;
     private final Object printLock = new Object();
@@ -59,11 +63,13 @@ final class LaunchSession {
             List<WorkerPlan> plans,
             List<String> command,
             InetAddress rendezvousBind,
+            Duration collectiveTimeout,
             PrintStream out,
             PrintStream err) {
         this.plans = plans;
         this.command = command;
         this.rendezvousBind = rendezvousBind;
+        this.collectiveTimeout = collectiveTimeout;
         this.out = out;
         this.err = err;
     }
@@ -82,7 +88,8 @@ final class LaunchSession {
         });
         Runtime.getRuntime().addShutdownHook(hook);
         byte[] token = RendezvousServer.newToken();
-        try (RendezvousServer rendezvous = RendezvousServer.start(rendezvousBind, plans.size(), token)) {
+        try (RendezvousServer rendezvous =
+                RendezvousServer.start(rendezvousBind, plans.size(), token, collectiveTimeout)) {
             List<String> base = new ArrayList<>(command);
             if (WatchdogJar.supported()) {
                 base.add(

@@ -76,6 +76,20 @@ class LaunchChildJvmTest {
     }
 
     @Test
+    void aCollectiveThatARankNeverJoinsFailsAfterTheCollectiveTimeoutNamingIt() throws Exception {
+        ChildJvm.Result r = CliProcess.run(
+                dir, RUN, List.of(), launch(List.of("--workers", "3", "--collective-timeout", "2s"), "stall", "1"));
+        int code = r.exitCode();
+        assertTrue(
+                code == LaunchSession.EXIT_WORKER_BASE || code == LaunchSession.EXIT_WORKER_BASE + 2,
+                "a waiting rank (0 or 2) failed first: " + r.all());
+        assertTrue(r.all().contains("was not complete within the collective timeout (2000 ms)"), r.all());
+        assertTrue(r.all().contains("waited for rank(s) 1 (2 of 3 have given their values)"), r.all());
+        List<Long> pids = pids(r.output(), 3);
+        await("every worker gone").atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertNoneAlive(pids));
+    }
+
+    @Test
     void sigintToTheLauncherLeavesNoProcessBehind() throws Exception {
         try (RunningJvm launcher = ChildJvm.of(Main.class)
                 .workDir(dir)
@@ -121,6 +135,10 @@ class LaunchChildJvmTest {
                         List.of("--workers", "2", "--net-devices", "eth0;x", "--", "x"),
                         Main.EXIT_USAGE,
                         "is not a device name"),
+                new Case(
+                        List.of("--workers", "2", "--collective-timeout", "soon", "--", "x"),
+                        Main.EXIT_USAGE,
+                        "--collective-timeout soon: "),
                 new Case(
                         List.of("--workers", "2", "--tcp", "maybe", "--", "x"),
                         Main.EXIT_CONFIG_INVALID,

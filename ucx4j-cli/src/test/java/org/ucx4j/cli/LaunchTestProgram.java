@@ -39,6 +39,7 @@ public final class LaunchTestProgram {
         switch (args[0]) {
             case "mesh" -> mesh(List.of(args).subList(1, args.length));
             case "fail" -> fail(Integer.parseInt(args[1]), Integer.parseInt(args[2]));
+            case "stall" -> stall(Integer.parseInt(args[1]));
             case "block" -> {
                 System.out.println("PID " + ProcessHandle.current().pid());
                 waitForever();
@@ -81,6 +82,17 @@ public final class LaunchTestProgram {
             System.exit(code);
         }
         waitForever();
+    }
+
+    /** Rank {@code stuck} never joins the barrier the others wait in. */
+    private static void stall(int stuck) throws InterruptedException {
+        Cluster cluster = Cluster.join();
+        System.out.println(
+                "READY " + cluster.rank() + " PID " + ProcessHandle.current().pid());
+        if (cluster.rank() == stuck) {
+            waitForever();
+        }
+        cluster.barrier(); // fails once the launcher's collective timeout passes: the worker exits with 1
     }
 
     private static void affinity() throws IOException {

@@ -49,7 +49,10 @@ import org.ucx4j.comm.internal.RefusalLog;
  * not take within {@link #WRITE_TIMEOUT_MILLIS} ms close its connection, and the others' collectives fail
  * naming it. A worker whose connection is lost once it was admitted, even before its acknowledgement, has
  * left the cluster. A round that waits {@link #WAIT_REPORT_MILLIS} ms for its last workers is reported
- * with their ranks (a worker stuck before its collective stalls every other one; nothing times out).
+ * with their ranks (a worker stuck before its collective stalls every other one). With a round timeout
+ * ({@link #start(InetAddress, int, byte[], Duration)}, {@code ucx4j launch --collective-timeout}), a round
+ * still waiting after it fails the cluster: every worker's collective fails naming the ranks that never
+ * gave their values. Without one, a round waits for ever.
  *
  * <p>Threading: the accept loop runs on a platform thread, each connection on a virtual thread; every
  * method is safe from any thread. Ownership: the caller closes it, which closes every connection.
@@ -91,6 +94,8 @@ public final class RendezvousServer implements AutoCloseable {
     private int roundsCompleted;
     /** The report of the current round if it waits long (guarded by this; one round is open at a time). */
     private ScheduledFuture<?> waitReport;
+    /** The current round's timeout, if the server has one (guarded by this). */
+    private ScheduledFuture<?> roundTimeout;
 
     private String failure;
     private boolean closed;
@@ -102,6 +107,8 @@ public final class RendezvousServer implements AutoCloseable {
      * @param evictionAgeMillis {@link #HELLO_EVICTION_AGE_MILLIS}
      * @param writeTimeoutMillis {@link #WRITE_TIMEOUT_MILLIS}
      * @param waitReportMillis {@link #WAIT_REPORT_MILLIS}
+     * @param roundTimeoutMillis how long a round may wait for its last workers before the cluster fails; 0:
+     *     for ever
      * @param logSink where refusal and waiting lines go, or null for this class's logger (at WARN; refusals
      *     rate-limited)
      */
@@ -110,9 +117,16 @@ public final class RendezvousServer implements AutoCloseable {
             int evictionAgeMillis,
             int writeTimeoutMillis,
             int waitReportMillis,
+            long roundTimeoutMillis,
             Consumer<String> logSink) {
         static final Limits DEFAULTS = new Limits(
-                HELLO_TIMEOUT_MILLIS, HELLO_EVICTION_AGE_MILLIS, WRITE_TIMEOUT_MILLIS, WAIT_REPORT_MILLIS, null);
+                HELLO_TIMEOUT_MILLIS, HELLO_EVICTION_AGE_MILLIS, WRITE_TIMEOUT_MILLIS, WAIT_REPORT_MILLIS, 0, null);
+
+        /** These limits with a round timeout. */
+        Limits withRoundTimeout(long millis) {
+            return new Limits(
+                    helloTimeoutMillis, evictionAgeMillis, writeTimeoutMillis, waitReportMillis, millis, logSink);
+        }
     }
 
     /** A connection waiting for its hello, since when (nanoTime). */
@@ -162,6 +176,33 @@ public final class RendezvousServer implements AutoCloseable {
      */
     public static RendezvousServer start(InetAddress bind, int size, byte[] token) throws IOException {
         return start(bind, size, token, Limits.DEFAULTS);
+    }
+
+    /**
+     * Starts listening, with a round timeout: a collective round that some workers have not joined
+     * {@code roundTimeout} after the first one did fails the cluster, and every worker's collective fails
+     * naming the ranks that were missing (see the class comment).
+     *
+     * @param bind the local address to listen on
+     * @param size how many workers will join
+     * @param token the secret the workers must present
+     * @param roundTimeout how long a round may wait for its last workers; zero: for ever
+     * @return the running server
+     * @throws IllegalArgumentException as {@link #start(InetAddress, int, byte[])}, or for a negative timeout
+     * @throws IOException when the address cannot be bound
+     */
+    public static RendezvousServer start(InetAddress bind, int size, byte[] token, Duration roundTimeout)
+            throws IOException {
+        if (roundTimeout.isNegative()) {
+            throw new IllegalArgumentException("a negative round timeout: " + roundTimeout);
+        }
+        long millis;
+        try {
+            millis = roundTimeout.isZero() ? 0 : Math.max(1, roundTimeout.toMillis());
+        } catch (ArithmeticException beyondAnyRun) {
+            millis = 0; // for ever, as far as a launch is concerned
+        }
+        return start(bind, size, token, Limits.DEFAULTS.withRoundTimeout(millis));
     }
 
     /** {@link #start(InetAddress, int, byte[])} with other limits (tests). */
@@ -441,6 +482,10 @@ public final class RendezvousServer implements AutoCloseable {
                             () -> reportWaiting(r, limits.waitReportMillis(), limits.waitReportMillis()),
                             limits.waitReportMillis(),
                             TimeUnit.MILLISECONDS);
+                    if (limits.roundTimeoutMillis() > 0) {
+                        roundTimeout = Timers.TIMER.schedule(
+                                () -> roundTimedOut(r), limits.roundTimeoutMillis(), TimeUnit.MILLISECONDS);
+                    }
                 }
             }
             values[m.rank] = value;
@@ -474,26 +519,8 @@ public final class RendezvousServer implements AutoCloseable {
             if (closed || failure != null || values == null) {
                 return; // completed, or the cluster ended
             }
-            StringBuilder missing = new StringBuilder();
-            int named = 0;
-            int count = 0;
-            for (int r = 0; r < size; r++) {
-                if (values[r] == null) {
-                    count++;
-                    if (named < WAIT_REPORT_RANKS) {
-                        missing.append(named++ == 0 ? "" : ", ").append(r);
-                    }
-                }
-            }
-            if (count > named) {
-                missing.append(" and ").append(count - named).append(" more");
-            }
-            String waited = waitedMillis < 10_000
-                    ? waitedMillis + " ms"
-                    : Duration.ofMillis(waitedMillis).toSeconds() + " s";
-            line = "rendezvous " + address() + ": collective round " + round + " has waited " + waited
-                    + " for rank(s) " + missing + " ("
-                    + (size - count) + " of " + size + " have given their values)";
+            line = "rendezvous " + address() + ": collective round " + round + " has waited " + millisText(waitedMillis)
+                    + " for " + missingRanks(values);
         }
         warn.accept(line);
         long next = Math.min(intervalMillis * 2, TimeUnit.MINUTES.toMillis(10));
@@ -505,11 +532,70 @@ public final class RendezvousServer implements AutoCloseable {
         }
     }
 
-    /** With this server's lock: the current round's report is not needed any more. */
+    /** "rank(s) 2, 5 (6 of 8 have given their values)": the ranks a round's {@code values} still lack. */
+    private String missingRanks(byte[][] values) {
+        StringBuilder missing = new StringBuilder();
+        int named = 0;
+        int count = 0;
+        for (int r = 0; r < size; r++) {
+            if (values[r] == null) {
+                count++;
+                if (named < WAIT_REPORT_RANKS) {
+                    missing.append(named++ == 0 ? "" : ", ").append(r);
+                }
+            }
+        }
+        if (count > named) {
+            missing.append(" and ").append(count - named).append(" more");
+        }
+        return "rank(s) " + missing + " (" + (size - count) + " of " + size + " have given their values)";
+    }
+
+    private static String millisText(long millis) {
+        return millis < 10_000 ? millis + " ms" : Duration.ofMillis(millis).toSeconds() + " s";
+    }
+
+    /**
+     * The round timeout passed with round {@code round} still open: the cluster fails, and every worker's
+     * collective fails naming the ranks that never gave their values (the round cannot complete without
+     * them, and the workers that gave theirs cannot take them back).
+     */
+    private void roundTimedOut(int round) {
+        Member[] all;
+        String message;
+        int completed;
+        synchronized (this) {
+            byte[][] values = rounds.get(round);
+            if (closed || failure != null || values == null) {
+                return; // completed, or the cluster ended
+            }
+            message = "collective round " + round + " was not complete within the collective timeout ("
+                    + millisText(limits.roundTimeoutMillis()) + "): it still waited for " + missingRanks(values)
+                    + "; the cluster can no longer run collectives";
+            failure = message;
+            rounds.clear();
+            cancelWaitReport();
+            roundCounts.clear();
+            all = members.clone();
+            completed = roundsCompleted;
+        }
+        warn.accept("rendezvous " + address() + ": " + message);
+        for (Member m : all) {
+            if (m != null) {
+                m.failAfter(message, completed);
+            }
+        }
+    }
+
+    /** With this server's lock: the current round's report and timeout are not needed any more. */
     private void cancelWaitReport() {
         if (waitReport != null) {
             waitReport.cancel(false);
             waitReport = null;
+        }
+        if (roundTimeout != null) {
+            roundTimeout.cancel(false);
+            roundTimeout = null;
         }
     }
 

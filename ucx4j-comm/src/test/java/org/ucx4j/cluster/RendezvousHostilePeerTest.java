@@ -3,6 +3,7 @@ package org.ucx4j.cluster;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -64,6 +65,13 @@ class RendezvousHostilePeerTest {
     /** A server whose warnings (warnings, waiting rounds) go to {@link #warnings}. */
     private RendezvousServer start(int size, int helloMillis, int writeMillis, int waitReportMillis)
             throws IOException {
+        return start(size, helloMillis, writeMillis, waitReportMillis, 0);
+    }
+
+    /** The same, with a round timeout (0: none). */
+    private RendezvousServer start(
+            int size, int helloMillis, int writeMillis, int waitReportMillis, long roundTimeoutMillis)
+            throws IOException {
         server = RendezvousServer.start(
                 InetAddress.getLoopbackAddress(),
                 size,
@@ -73,6 +81,7 @@ class RendezvousHostilePeerTest {
                         RendezvousServer.HELLO_EVICTION_AGE_MILLIS,
                         writeMillis,
                         waitReportMillis,
+                        roundTimeoutMillis,
                         warnings::add));
         return server;
     }
@@ -280,6 +289,45 @@ class RendezvousHostilePeerTest {
                 throw new AssertionError(e.getCause());
             }
             server.close();
+        }
+    }
+
+    /**
+     * With a round timeout, a worker that never joins a collective fails everyone's collective (its own
+     * next one too) naming it, instead of stalling them for ever; rounds that complete in time are not
+     * affected, and the timeout starts with each round.
+     */
+    @Test
+    void aRoundNotCompleteWithinTheCollectiveTimeoutFailsEveryWorkerNamingTheMissingRanks() throws Exception {
+        start(3, RendezvousServer.HELLO_TIMEOUT_MILLIS, RendezvousServer.WRITE_TIMEOUT_MILLIS, 60_000, 1_000);
+        try (Cluster a = Cluster.join(env(0, 3), Duration.ofSeconds(10));
+                Cluster b = Cluster.join(env(1, 3), Duration.ofSeconds(10));
+                Cluster stuck = Cluster.join(env(2, 3), Duration.ofSeconds(10))) {
+            // Two rounds in time: each well within the timeout.
+            for (int round = 0; round < 2; round++) {
+                Future<List<byte[]>> fa = pool.submit(() -> a.allGather(new byte[] {0}));
+                Future<List<byte[]>> fb = pool.submit(() -> b.allGather(new byte[] {1}));
+                assertEquals(3, stuck.allGather(new byte[] {2}).size());
+                assertEquals(3, fa.get(10, TimeUnit.SECONDS).size());
+                assertEquals(3, fb.get(10, TimeUnit.SECONDS).size());
+            }
+            long start = System.nanoTime();
+            Future<List<byte[]>> fa = pool.submit(() -> a.allGather(new byte[] {0}));
+            Future<List<byte[]>> fb = pool.submit(() -> b.allGather(new byte[] {1}));
+            for (Future<List<byte[]>> f : List.of(fa, fb)) {
+                ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(20, TimeUnit.SECONDS));
+                assertInstanceOf(IllegalStateException.class, e.getCause());
+                String m = e.getCause().getMessage();
+                assertTrue(m.contains("round 2 was not complete within the collective timeout (1000 ms)"), m);
+                assertTrue(m.contains("waited for rank(s) 2 (2 of 3 have given their values)"), m);
+            }
+            assertTrue(System.nanoTime() - start >= TimeUnit.MILLISECONDS.toNanos(1_000), "not before the timeout");
+            // The worker that was late learns it at its next collective.
+            IllegalStateException late = assertThrows(IllegalStateException.class, stuck::barrier);
+            assertTrue(late.getMessage().contains("waited for rank(s) 2"), late.getMessage());
+            assertTrue(
+                    warnings.stream().anyMatch(l -> l.contains("round 2 was not complete")),
+                    "the launcher says so too: " + warnings);
         }
     }
 
