@@ -40,8 +40,10 @@ import org.ucx4j.comm.Comms;
  * {@link ClusterMesh}; never printed).
  *
  * <p>Collectives ({@link #allGather}, {@link #exchange}, {@link #barrier}) must be called by every
- * worker, in the same order; each blocks until every worker has called it. When a worker leaves (exits,
- * dies, closes its {@code Cluster}), the launcher fails every later collective of the others with an
+ * worker, in the same order; each blocks until every worker has called it (with {@code ucx4j launch
+ * --collective-timeout}, at most that long after the first did: then it fails with an {@link
+ * IllegalStateException} naming the ranks that never came). When a worker leaves (exits, dies, closes its
+ * {@code Cluster}), the launcher fails every later collective of the others with an
  * {@link IllegalStateException} naming that rank.
  *
  * <p>Threading: safe from any thread; collectives run one at a time (a second caller waits).
