@@ -960,6 +960,8 @@ public final class UcxWorker implements AutoCloseable {
             return;
         }
         long timeout = options.closeTimeout().toNanos();
+        // Interrupts do not cut the close's waits short (ProgressEngine#drive): kept, and set again at the end.
+        closeInterrupted = Thread.interrupted();
         try {
             // First the receives, which no flush completes: cancelled through UCX. Queued for the progress
             // thread: the cancellations complete futures, whose continuations run there by the threading
@@ -978,7 +980,7 @@ public final class UcxWorker implements AutoCloseable {
                     aborted.complete(null);
                 }
             });
-            rt.engine.drive(aborted, timeout);
+            drive(aborted, timeout);
             // UCX cancels a receive that has not matched a message; one that has (a rendezvous whose sender
             // stalls) runs on, listed on the sender's endpoint, and UCX 1.13 aborts the process when it
             // destroys an endpoint with such a request (ucp_ep.c: proto_reqs). A flush close never ends
@@ -988,7 +990,7 @@ public final class UcxWorker implements AutoCloseable {
             long receivesBy = System.nanoTime() + timeout;
             CompletableFuture<Void> never = new CompletableFuture<>();
             while (receivesPending() && System.nanoTime() - receivesBy < 0) {
-                rt.engine.drive(never, TimeUnit.MILLISECONDS.toNanos(5));
+                drive(never, TimeUnit.MILLISECONDS.toNanos(5));
             }
             CloseMode mode = receivesPending() ? CloseMode.FORCE : CloseMode.FLUSH;
             CompletableFuture<List<UcxFuture<Void>>> started = new CompletableFuture<>();
@@ -1000,23 +1002,27 @@ public final class UcxWorker implements AutoCloseable {
                     started.complete(closes);
                 }
             });
-            rt.engine.drive(started, timeout);
+            drive(started, timeout);
             List<UcxFuture<Void>> closes = started.getNow(List.of());
             CompletableFuture<Void> all = CompletableFuture.allOf(closes.toArray(new CompletableFuture<?>[0]));
             // A graceful endpoint close may wait one timeout for its operations, then closes by force.
-            rt.engine.drive(all, 2 * timeout);
+            drive(all, 2 * timeout);
             // Let UCX report what the closes and cancellations completed, briefly.
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
-            while (pendingOperations() > 0 && System.nanoTime() < deadline) {
-                rt.engine.drive(never, TimeUnit.MILLISECONDS.toNanos(5));
+            while (lookWhileClosing(() -> rt.operations.size() > 0, true) && System.nanoTime() < deadline) {
+                drive(never, TimeUnit.MILLISECONDS.toNanos(5));
             }
         } finally {
             boolean destroyed = false;
             try {
+                closeInterrupted |= Thread.interrupted();
                 destroyed = rt.destroy();
             } finally {
                 state.set(2);
                 context.workerClosed(this, destroyed);
+                if (closeInterrupted | Thread.interrupted()) {
+                    Thread.currentThread().interrupt();
+                }
             }
             if (!destroyed) {
                 LOG.warn(
@@ -1029,16 +1035,42 @@ public final class UcxWorker implements AutoCloseable {
         }
     }
 
+    /** Whether the closing thread was interrupted during {@link #close()}; that thread only. */
+    private boolean closeInterrupted;
+
+    /** A wait of the close: {@code ProgressEngine#drive}, its interrupts kept for the end of the close. */
+    private void drive(CompletableFuture<?> f, long timeoutNanos) {
+        closeInterrupted |= rt.engine.drive(f, timeoutNanos);
+    }
+
     /** Whether a receive (an operation that waits for a peer) is still in flight; takes the lock. */
     private boolean receivesPending() {
-        return call("receivesPending", () -> {
-            for (Operation op : rt.operations.pending()) {
-                if (op.kind().awaitsPeer()) {
-                    return true;
-                }
-            }
-            return false;
-        });
+        return lookWhileClosing(
+                () -> {
+                    for (Operation op : rt.operations.pending()) {
+                        if (op.kind().awaitsPeer()) {
+                            return true;
+                        }
+                    }
+                    return false;
+                },
+                true);
+    }
+
+    /**
+     * Runs {@code body} with the lock held and returns its answer, for the close: waits as
+     * {@link #drive} does (an interrupt does not cut it short), and answers {@code otherwise} if no answer
+     * came within the close timeout or the worker is being destroyed.
+     */
+    private <T> T lookWhileClosing(Supplier<T> body, T otherwise) {
+        CompletableFuture<T> f = new CompletableFuture<>();
+        try {
+            rt.engine.execute(() -> f.complete(body.get()));
+        } catch (IllegalStateException destroyed) {
+            return otherwise;
+        }
+        drive(f, options.closeTimeout().toNanos());
+        return f.getNow(otherwise);
     }
 
     /** The upcalls about what this worker owns, kept off its public API. */

@@ -884,20 +884,38 @@ public final class ProgressEngine {
 
     // ---------------------------------------------------------------- shutdown
 
-    /** Progresses (on whichever thread drives this worker) until {@code f} is done or the time passes. */
-    public void drive(CompletableFuture<?> f, long timeoutNanos) {
+    /**
+     * Progresses (on whichever thread drives this worker) until {@code f} is done or the time passes. For
+     * the worker's close, which must not be cut short by an interrupt: the flag is cleared (on entry and
+     * whenever an interrupt comes) and reported, for the caller to set again once it is done. A close whose
+     * waits an interrupt skipped would destroy the worker with its endpoints still open and a rendezvous
+     * send still listed on one, which aborts the process on UCX builds with assertions
+     * ({@code ucp_ep_destroy_base}, ucp_ep.c:437 in 1.13.1): a thread interrupted in a blocking call (which
+     * keeps the flag) that then closed its worker did exactly that.
+     *
+     * @return whether the thread was interrupted (before or during the wait); its flag is now clear
+     */
+    public boolean drive(CompletableFuture<?> f, long timeoutNanos) {
         long deadline = System.nanoTime() + timeoutNanos;
-        if (mode == ProgressMode.CALLER || thread == null || !thread.isAlive()) {
-            progressUntil(f, deadline);
-            return;
+        boolean interrupted = Thread.interrupted();
+        while (!f.isDone() && System.nanoTime() - deadline < 0) {
+            if (mode == ProgressMode.CALLER || thread == null || !thread.isAlive()) {
+                if (destroyed) {
+                    break;
+                }
+                progressUntil(f, deadline);
+            } else {
+                try {
+                    f.get(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (ExecutionException | TimeoutException | java.util.concurrent.CancellationException e) {
+                    break; // the caller inspects f
+                }
+            }
+            interrupted |= Thread.interrupted();
         }
-        try {
-            f.get(timeoutNanos, TimeUnit.NANOSECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (ExecutionException | TimeoutException e) {
-            // The caller inspects f.
-        }
+        return interrupted;
     }
 
     /** Stops the progress thread; afterwards the caller holds the only access. */
@@ -905,9 +923,17 @@ public final class ProgressEngine {
         running = false;
         if (thread != null) {
             signal();
-            try {
-                thread.join(TimeUnit.SECONDS.toMillis(10));
-            } catch (InterruptedException e) {
+            // Not cut short by an interrupt (kept, and set again): the worker is destroyed next.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            boolean interrupted = false;
+            while (thread.isAlive() && System.nanoTime() - deadline < 0) {
+                try {
+                    thread.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            if (interrupted) {
                 Thread.currentThread().interrupt();
             }
         }
