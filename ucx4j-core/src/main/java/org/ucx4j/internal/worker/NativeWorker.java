@@ -218,8 +218,8 @@ public final class NativeWorker {
     }
 
     /**
-     * A blocking call of a caller-driven worker without a future: submits {@code op} with no UCX callback
-     * and waits on the calling thread until a round finds its request done
+     * A blocking call without a future: submits {@code op} with no UCX callback and waits on the calling
+     * thread until a round (the caller's own, or the progress thread's) finds its request done
      * ({@link ProgressEngine#runPolled}). Contiguous only.
      *
      * @param op the polled operation, its arguments set ({@link Operation#arguments})

@@ -714,8 +714,8 @@ public final class ProgressEngine {
     }
 
     /**
-     * How long an interrupted blocking call of a caller-driven worker goes on progressing after it asked UCX
-     * to cancel its operation ({@link #runPolled}): a matched receive or a send ends when the peer has done
+     * How long an interrupted blocking call goes on waiting (progressing, on a caller-driven worker) after it
+     * asked UCX to cancel its operation ({@link #runPolled}): a matched receive or a send ends when the peer has done
      * its part, which takes microseconds to milliseconds from a live peer.
      */
     static final long INTERRUPTED_CANCEL_WAIT_NANOS = TimeUnit.SECONDS.toNanos(2);
