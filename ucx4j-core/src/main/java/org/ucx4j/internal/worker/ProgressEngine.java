@@ -855,30 +855,45 @@ public final class ProgressEngine {
             return;
         }
         op.waitFor(Thread.currentThread());
+        ForkJoinPool.ManagedBlocker blocker = new ForkJoinPool.ManagedBlocker() {
+            /** Blocks until released, as CompletableFuture's blocker does: one spare thread per wait. */
+            @Override
+            public boolean block() {
+                parkUntilReleased(op, deadlineNanos);
+                return true;
+            }
+
+            @Override
+            public boolean isReleasable() {
+                return polledWaitEnds(op, deadlineNanos);
+            }
+        };
         try {
             // Through managedBlock: a ForkJoinPool worker that blocks here gets a spare thread in its pool,
             // as it would in CompletableFuture.get() (tasks of one pool that wait for each other's messages
             // must not starve it).
-            ForkJoinPool.managedBlock(new ForkJoinPool.ManagedBlocker() {
-                @Override
-                public boolean block() {
-                    if (!isReleasable()) {
-                        long left =
-                                deadlineNanos == Long.MAX_VALUE ? POLLED_PARK_NANOS : deadlineNanos - System.nanoTime();
-                        LockSupport.parkNanos(ProgressEngine.this, Math.min(left, POLLED_PARK_NANOS));
-                    }
-                    return isReleasable();
-                }
-
-                @Override
-                public boolean isReleasable() {
-                    return op.isDone() || destroyed || givesUp(deadlineNanos);
-                }
-            });
+            ForkJoinPool.managedBlock(blocker);
         } catch (InterruptedException e) {
-            Thread.currentThread().interrupt(); // block() does not throw it; kept as a flag all the same
+            Thread.currentThread().interrupt(); // the pool's (it is terminating): an interrupt for the caller
+        } catch (RuntimeException noSpare) {
+            // The pool could not add a thread (RejectedExecutionException): wait all the same, without one.
+            // Leaving now would let the caller return while UCX still uses its buffer.
+            parkUntilReleased(op, deadlineNanos);
         } finally {
             op.waitFor(null);
+        }
+    }
+
+    /** Whether a threaded wait for {@code op} ends: done, the worker going, the deadline or an interrupt. */
+    private boolean polledWaitEnds(PolledOperation op, long deadlineNanos) {
+        return op.isDone() || destroyed || givesUp(deadlineNanos);
+    }
+
+    /** Parks until {@link #polledWaitEnds}, at most {@link #POLLED_PARK_NANOS} at a time. */
+    private void parkUntilReleased(PolledOperation op, long deadlineNanos) {
+        while (!polledWaitEnds(op, deadlineNanos)) {
+            long left = deadlineNanos == Long.MAX_VALUE ? POLLED_PARK_NANOS : deadlineNanos - System.nanoTime();
+            LockSupport.parkNanos(this, Math.min(left, POLLED_PARK_NANOS));
         }
     }
 
