@@ -119,7 +119,10 @@ class PolledBlockingCallsReviewTest {
             ExecutionException e =
                     assertThrows(ExecutionException.class, () -> sending.result.get(30, TimeUnit.SECONDS));
             assertInstanceOf(UcxException.class, e.getCause());
-            assertEquals(UcxStatus.INPROGRESS.code(), ((UcxException) e.getCause()).rawStatus(), e.getCause().toString());
+            assertEquals(
+                    UcxStatus.INPROGRESS.code(),
+                    ((UcxException) e.getCause()).rawStatus(),
+                    e.getCause().toString());
             assertTrue(sending.interruptedAfter.get());
             assertEquals(1, client.pendingOperations(), "UCX still holds the send");
             MemorySegment in = arena.allocate(size, 64);
@@ -160,8 +163,7 @@ class PolledBlockingCallsReviewTest {
                 Thread.currentThread().interrupt();
                 return client.tagRecv(new byte[8], 41, -1L);
             });
-            ExecutionException e =
-                    assertThrows(ExecutionException.class, () -> none.result.get(30, TimeUnit.SECONDS));
+            ExecutionException e = assertThrows(ExecutionException.class, () -> none.result.get(30, TimeUnit.SECONDS));
             assertInstanceOf(UcxCanceledException.class, e.getCause());
             assertTrue(none.interruptedAfter.get());
             awaitTrue(

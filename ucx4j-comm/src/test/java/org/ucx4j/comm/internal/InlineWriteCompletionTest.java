@@ -59,8 +59,7 @@ class InlineWriteCompletionTest {
         UcxTransport.Listener l = (UcxTransport.Listener)
                 transport.listen(URI.create("ucx://127.0.0.1:0"), c -> accepted.add((UcxComm) c), o);
         toClose.add(l);
-        UcxComm client =
-                (UcxComm) transport.connectAsync(l.address(), o).get(DEADLINE.toSeconds(), TimeUnit.SECONDS);
+        UcxComm client = (UcxComm) transport.connectAsync(l.address(), o).get(DEADLINE.toSeconds(), TimeUnit.SECONDS);
         toClose.add(client);
         UcxComm server = accepted.poll(DEADLINE.toSeconds(), TimeUnit.SECONDS);
         toClose.add(server);
@@ -84,7 +83,8 @@ class InlineWriteCompletionTest {
         });
         await("the window's writes returned").atMost(DEADLINE).until(() -> written.get() >= UcxComm.CREDIT_WINDOW);
         // Held: no write beyond the window returns while the reader reads nothing.
-        await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(5))
+        await().during(Duration.ofMillis(500))
+                .atMost(Duration.ofSeconds(5))
                 .until(() -> written.get() == UcxComm.CREDIT_WINDOW);
         assertEquals(UcxComm.CREDIT_WINDOW, p[1].headersReceived());
         for (int i = 0; i < n; i++) {
