@@ -134,7 +134,7 @@ public final class UcxEndpoint implements AutoCloseable {
      * There is no future (and no UCX callback) in between: the cheapest way ucx4j sends one message. On a
      * {@link ProgressMode#CALLER} worker the calling thread submits the send and progresses the worker
      * until UCX is done with it; on a threaded worker the progress thread submits it (or this thread, when
-     * the progress thread is asleep) and finds it done, while this thread spins, then parks. Interrupted,
+     * the worker's lock is free) and finds it done, while this thread spins, then parks. Interrupted,
      * it waits (up to 2 s) for UCX to finish with the
      * buffer, then returns as usual with the interrupt flag set. If UCX still holds the send after those
      * 2 s, the call throws a {@link UcxException} of status {@code UCS_INPROGRESS}: the send goes on, may

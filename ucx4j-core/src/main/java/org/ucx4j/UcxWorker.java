@@ -516,7 +516,7 @@ public final class UcxWorker implements AutoCloseable {
      * {@code buffer}. There is no future (and no UCX callback) in between: the cheapest way ucx4j receives
      * one message. On a {@link ProgressMode#CALLER} worker the calling thread submits the receive and
      * progresses the worker until UCX completes it; on a threaded worker the progress thread submits it
-     * (or this thread, when the progress thread is asleep) and finds it done, while this thread spins,
+     * (or this thread, when the worker's lock is free) and finds it done, while this thread spins,
      * then parks. Interrupted, it asks UCX to cancel the receive and
      * waits (up to 2 s) for UCX to let go of the buffer: a receive that had not matched a message throws
      * {@link UcxCanceledException}, one that had returns the message; the interrupt flag stays set. If UCX
@@ -947,7 +947,9 @@ public final class UcxWorker implements AutoCloseable {
      * <p>Threading: any thread except from inside a ucx4j callback; in {@link ProgressMode#CALLER} mode,
      * the calling thread drives progress while it waits, and so does every mode during that last flush
      * (UCX before 1.14, address handed out): callbacks of operations and active-message handlers may then
-     * run on the closing thread.
+     * run on the closing thread. An interrupt does not cut the close's waits short (closing with endpoints
+     * still open could abort the process, as above): the thread's interrupt flag is set again when the
+     * close returns.
      *
      * @throws IllegalStateException when called from inside a ucx4j callback
      */
