@@ -3,10 +3,13 @@ package org.ucx4j;
 import java.lang.ref.WeakReference;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 import org.ucx4j.internal.worker.Completion;
+import org.ucx4j.internal.worker.DoneWaits;
 import org.ucx4j.internal.worker.NativeWorker;
 import org.ucx4j.internal.worker.Operation;
 import org.ucx4j.internal.worker.OperationKind;
@@ -256,6 +259,42 @@ public final class UcxFuture<T> extends CompletableFuture<T> {
     private static UnsupportedOperationException refused(String what) {
         return new UnsupportedOperationException("UcxFuture." + what + ": only ucx4j completes the future of a UCX "
                 + "operation (UCX may still own its buffer); use cancel() or orTimeout(), which cancel through UCX");
+    }
+
+    /**
+     * Waits for the result, running none of the dependent stages (unlike {@code CompletableFuture}, whose
+     * waiter may run them once it wakes: see the threading paragraph of the class comment).
+     */
+    @Override
+    public T get() throws InterruptedException, ExecutionException {
+        DoneWaits.awaitDone(this, -1);
+        return super.get(); // done: no waiting, no stages run here
+    }
+
+    /** Like {@link #get()}, within a time limit. */
+    @Override
+    public T get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
+        if (!DoneWaits.awaitDone(this, Math.max(0, unit.toNanos(timeout)))) {
+            throw new TimeoutException();
+        }
+        return super.get(timeout, unit);
+    }
+
+    /** Like {@link #get()} without checked exceptions, not interruptible (the flag is kept). */
+    @Override
+    public T join() {
+        boolean interrupted = false;
+        while (!isDone()) {
+            try {
+                DoneWaits.awaitDone(this, -1);
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        return super.join();
     }
 
     /**

@@ -143,6 +143,49 @@ class ThreadingContractTest {
      * the call) reaches UCX once the callback has returned, in the same round. (UCX 1.13's tcp transport
      * crashed when a send made from a callback failed inside the receive handler of a closing endpoint.)
      */
+    /**
+     * A thread parked in {@code get()}, {@code join()} or {@link UcxWorker#await} on a pending future, which
+     * wakes when the future completes, runs none of the stages attached before it (a plain {@code
+     * CompletableFuture}'s waiter may: it "helps" the completing thread). The message is sent only once the
+     * waiter is parked, so that the completion finds it asleep.
+     */
+    @ThreadedModes
+    void aThreadWaitingForAFutureRunsNoneOfItsStages(ProgressMode mode) throws Exception {
+        try (Workers w = Workers.open(mode)) {
+            UcxWorker server = w.server();
+            UcxWorker client = w.client();
+            String progressThread = server.name() + "-progress";
+            Loopback pair = Loopback.connect(server, client);
+            for (int round = 0; round < 30; round++) {
+                int way = round % 3;
+                long tag = 100 + round;
+                UcxFuture<TagInfo> got = server.tagRecvAsync(new byte[8], tag, -1L, pair.server());
+                AtomicReference<String> stage = new AtomicReference<>();
+                CompletableFuture<Void> ran =
+                        got.thenRun(() -> stage.set(Thread.currentThread().getName()));
+                Thread me = Thread.currentThread();
+                Thread sender = Thread.ofPlatform().start(() -> {
+                    long deadline = System.nanoTime() + WAIT.toNanos();
+                    while (me.getState() != Thread.State.WAITING && me.getState() != Thread.State.TIMED_WAITING) {
+                        if (System.nanoTime() - deadline > 0) {
+                            break; // the assertion below still holds; the round proves less
+                        }
+                        Thread.onSpinWait();
+                    }
+                    client.await(pair.client().tagSendAsync(new byte[8], tag));
+                });
+                switch (way) {
+                    case 0 -> got.get();
+                    case 1 -> got.join();
+                    default -> server.await(got);
+                }
+                sender.join();
+                ran.get(30, TimeUnit.SECONDS);
+                assertEquals(progressThread, stage.get(), "round " + round + " (way " + way + "): stage thread");
+            }
+        }
+    }
+
     @ThreadedModes
     void operationsSubmittedInsideACallbackReachUcxAfterItReturns(ProgressMode mode) throws Exception {
         try (Workers w = Workers.open(mode)) {

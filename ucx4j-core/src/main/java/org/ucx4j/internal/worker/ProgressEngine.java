@@ -695,11 +695,17 @@ public final class ProgressEngine {
             spinWait(f);
         }
         try {
+            // Not CompletableFuture.get() while f is pending: its waiter may run f's stages once it wakes,
+            // and they belong on the progress thread (DoneWaits).
             if (timeoutNanos == Long.MAX_VALUE) {
+                DoneWaits.awaitDone(f, -1);
                 return f.get();
             }
             long left = deadline - System.nanoTime();
-            return f.get(Math.max(0, left), TimeUnit.NANOSECONDS);
+            if (!DoneWaits.awaitDone(f, Math.max(0, left))) {
+                throw new TimeoutException();
+            }
+            return f.get();
         } catch (ExecutionException | CompletionException e) {
             throw NativeCalls.unchecked(e.getCause());
         } catch (TimeoutException e) {
