@@ -129,7 +129,12 @@ class ClusterTest {
         long t0 = System.nanoTime();
         IllegalStateException e =
                 assertThrows(IllegalStateException.class, () -> Cluster.join(gone, Duration.ofSeconds(20)));
-        assertTrue(e.getMessage().contains("nothing listens there"), e.getMessage());
+        // Refused by the kernel, or (once in CI) accepted by the closing listener just before its socket
+        // went, which answers that it is stopping: either way at once, and not retried.
+        assertTrue(
+                e.getMessage().contains("nothing listens there")
+                        || e.getMessage().contains("the launcher is stopping"),
+                e.getMessage());
         assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(10), "retried a refused connection");
     }
 
