@@ -3,6 +3,8 @@ package org.ucx4j;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.annotation.ElementType;
 import java.lang.annotation.Retention;
@@ -183,6 +185,24 @@ class ThreadingContractTest {
                 ran.get(30, TimeUnit.SECONDS);
                 assertEquals(progressThread, stage.get(), "round " + round + " (way " + way + "): stage thread");
             }
+        }
+    }
+
+    /** Timed waits that time out, again and again on one pending future, leave no pile of stages on it. */
+    @ThreadedModes
+    void timedWaitsOnAPendingFutureDoNotPileUpStages(ProgressMode mode) throws Exception {
+        try (Workers w = Workers.open(mode)) {
+            UcxWorker server = w.server();
+            UcxWorker client = w.client();
+            Loopback pair = Loopback.connect(server, client);
+            UcxFuture<TagInfo> got = server.tagRecvAsync(new byte[8], 77, -1L, pair.server());
+            for (int i = 0; i < 300; i++) {
+                assertThrows(java.util.concurrent.TimeoutException.class, () -> got.get(0, TimeUnit.MILLISECONDS));
+                assertThrows(UcxTimeoutException.class, () -> server.await(got, Duration.ofNanos(1000)));
+            }
+            assertTrue(got.getNumberOfDependents() <= 2, "stages left on the future: " + got.getNumberOfDependents());
+            client.await(pair.client().tagSendAsync(new byte[8], 77));
+            assertEquals(8, got.get(30, TimeUnit.SECONDS).length());
         }
     }
 

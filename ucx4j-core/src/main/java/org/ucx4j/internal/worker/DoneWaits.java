@@ -1,5 +1,6 @@
 package org.ucx4j.internal.worker;
 
+import java.lang.ref.WeakReference;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.locks.LockSupport;
@@ -16,6 +17,9 @@ import java.util.concurrent.locks.LockSupport;
  * {@code CompletableFuture.get()}.
  */
 public final class DoneWaits {
+    /** The future this thread last registered its wake-up stage on (weakly: it may be gone). */
+    private static final ThreadLocal<WeakReference<CompletableFuture<?>>> LAST_REGISTERED = new ThreadLocal<>();
+
     private DoneWaits() {}
 
     /**
@@ -31,7 +35,15 @@ public final class DoneWaits {
             return true;
         }
         Thread me = Thread.currentThread();
-        f.whenComplete((v, e) -> LockSupport.unpark(me)); // runs where f completes: only a wake-up
+        // A stage that only wakes this thread, run where f completes. One per thread and future: a loop of
+        // timed waits on the same pending future (a poll with a timeout) must not pile up stages on it,
+        // which would stay until it completes. A stage that wakes a thread already waiting for something
+        // else costs it a spurious wake-up, which its park loop absorbs.
+        WeakReference<CompletableFuture<?>> last = LAST_REGISTERED.get();
+        if (last == null || last.get() != f) {
+            f.whenComplete((v, e) -> LockSupport.unpark(me));
+            LAST_REGISTERED.set(new WeakReference<>(f));
+        }
         long deadline = System.nanoTime() + Math.max(0, timeoutNanos);
         ForkJoinPool.managedBlock(new ForkJoinPool.ManagedBlocker() {
             @Override
