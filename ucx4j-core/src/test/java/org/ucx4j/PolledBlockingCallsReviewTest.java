@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.ucx4j.PolledBlockingCallsTest.awaitTrue;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -16,13 +17,11 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.BooleanSupplier;
-import java.util.function.Supplier;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.ucx4j.PolledBlockingCallsTest.Blocked;
 import org.ucx4j.testing.Loopback;
 import org.ucx4j.testsupport.Requirements;
 
@@ -36,7 +35,6 @@ import org.ucx4j.testsupport.Requirements;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 @Tag("native")
 class PolledBlockingCallsReviewTest {
-    private static final long WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
 
     private static WorkerOptions opts(ProgressMode mode) {
         return WorkerOptions.builder()
@@ -58,8 +56,8 @@ class PolledBlockingCallsReviewTest {
             awaitTrue(() -> client.pendingOperations() == 1, "the blocking receive is posted");
             long t0 = System.nanoTime();
             client.close();
-            ExecutionException e =
-                    assertThrows(ExecutionException.class, () -> unbound.result.get(20, TimeUnit.SECONDS));
+            ExecutionException e = assertThrows(
+                    ExecutionException.class, () -> unbound.result().get(20, TimeUnit.SECONDS));
             System.out.println(mode + ": receive ended " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)
                     + " ms after close began: " + e.getCause());
             assertTrue(
@@ -83,11 +81,11 @@ class PolledBlockingCallsReviewTest {
                 pair.client().tagSend(big, 33);
                 return null;
             });
-            awaitTrue(() -> client.pendingOperations() == 1 || sending.result.isDone(), "the send is posted");
-            assertTrue(!sending.result.isDone(), "a 4 MiB send waits for its receiver");
+            awaitTrue(() -> client.pendingOperations() == 1 || sending.result().isDone(), "the send is posted");
+            assertTrue(!sending.result().isDone(), "a 4 MiB send waits for its receiver");
             client.close();
             try {
-                sending.result.get(20, TimeUnit.SECONDS);
+                sending.result().get(20, TimeUnit.SECONDS);
             } catch (ExecutionException e) {
                 System.out.println(mode + ": send ended with " + e.getCause());
             }
@@ -115,15 +113,15 @@ class PolledBlockingCallsReviewTest {
                 return null;
             });
             awaitTrue(() -> client.pendingOperations() == 1, "the send is posted");
-            sending.thread.interrupt();
-            ExecutionException e =
-                    assertThrows(ExecutionException.class, () -> sending.result.get(30, TimeUnit.SECONDS));
+            sending.thread().interrupt();
+            ExecutionException e = assertThrows(
+                    ExecutionException.class, () -> sending.result().get(30, TimeUnit.SECONDS));
             assertInstanceOf(UcxException.class, e.getCause());
             assertEquals(
                     UcxStatus.INPROGRESS.code(),
                     ((UcxException) e.getCause()).rawStatus(),
                     e.getCause().toString());
-            assertTrue(sending.interruptedAfter.get());
+            assertTrue(sending.interruptedAfter().get());
             assertEquals(1, client.pendingOperations(), "UCX still holds the send");
             MemorySegment in = arena.allocate(size, 64);
             UcxFuture<TagInfo> got = server.tagRecvAsync(in, 34, -1L);
@@ -163,9 +161,10 @@ class PolledBlockingCallsReviewTest {
                 Thread.currentThread().interrupt();
                 return client.tagRecv(new byte[8], 41, -1L);
             });
-            ExecutionException e = assertThrows(ExecutionException.class, () -> none.result.get(30, TimeUnit.SECONDS));
+            ExecutionException e =
+                    assertThrows(ExecutionException.class, () -> none.result().get(30, TimeUnit.SECONDS));
             assertInstanceOf(UcxCanceledException.class, e.getCause());
-            assertTrue(none.interruptedAfter.get());
+            assertTrue(none.interruptedAfter().get());
             awaitTrue(
                     () -> {
                         if (mode == ProgressMode.CALLER) {
@@ -182,8 +181,8 @@ class PolledBlockingCallsReviewTest {
                 pair.client().tagSend(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}, 42);
                 return null;
             });
-            s.result.get(30, TimeUnit.SECONDS);
-            assertTrue(s.interruptedAfter.get());
+            s.result().get(30, TimeUnit.SECONDS);
+            assertTrue(s.interruptedAfter().get());
             assertEquals(8, server.await(got).length());
             assertArrayEquals(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}, in);
         }
@@ -267,41 +266,6 @@ class PolledBlockingCallsReviewTest {
             assertTrue(flagAfter, "the interrupt flag is kept for the caller");
             assertTrue(sent.isDone(), "the close ended the send");
             assertTrue(sent.isCompletedExceptionally());
-        }
-    }
-
-    private record Blocked<T>(Thread thread, CompletableFuture<T> result, AtomicBoolean interruptedAfter) {
-        static <T> Blocked<T> start(Supplier<T> call) {
-            CompletableFuture<T> result = new CompletableFuture<>();
-            AtomicBoolean interruptedAfter = new AtomicBoolean();
-            Thread t = Thread.ofPlatform().unstarted(() -> {
-                T value = null;
-                Throwable failure = null;
-                try {
-                    value = call.get();
-                } catch (Throwable e) {
-                    failure = e;
-                }
-                interruptedAfter.set(Thread.currentThread().isInterrupted());
-                if (failure == null) {
-                    result.complete(value);
-                } else {
-                    result.completeExceptionally(failure);
-                }
-            });
-            Blocked<T> b = new Blocked<>(t, result, interruptedAfter);
-            t.start();
-            return b;
-        }
-    }
-
-    private static void awaitTrue(BooleanSupplier condition, String what) {
-        long deadline = System.nanoTime() + WAIT_NANOS;
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("not within 30 s: " + what);
-            }
-            Thread.onSpinWait();
         }
     }
 }

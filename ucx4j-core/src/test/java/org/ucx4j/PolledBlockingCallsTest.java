@@ -344,7 +344,7 @@ class PolledBlockingCallsTest {
     }
 
     /** A call made on a platform thread of its own (not a pool's, whose interrupt flag would outlive it). */
-    private record Blocked<T>(Thread thread, CompletableFuture<T> result, AtomicBoolean interruptedAfter) {
+    record Blocked<T>(Thread thread, CompletableFuture<T> result, AtomicBoolean interruptedAfter) {
         static <T> Blocked<T> start(java.util.function.Supplier<T> call) {
             CompletableFuture<T> result = new CompletableFuture<>();
             AtomicBoolean interruptedAfter = new AtomicBoolean();
@@ -378,7 +378,8 @@ class PolledBlockingCallsTest {
         }
     }
 
-    private static void awaitTrue(BooleanSupplier condition, String what) {
+    /** Waits up to 30 s for {@code condition}, spinning. */
+    static void awaitTrue(BooleanSupplier condition, String what) {
         long deadline = System.nanoTime() + WAIT_NANOS;
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
